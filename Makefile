@@ -1,0 +1,151 @@
+# Parley — a Kubernetes operator for AI-agent conversation sessions.
+# Run `make help` for the targets. The two a newcomer needs: `make run-local` and `make test`.
+
+# Image URL to use all building/pushing image targets
+IMG ?= parley-manager:dev
+
+SHELL = /usr/bin/env bash -o pipefail
+.SHELLFLAGS = -ec
+
+LOCALBIN ?= $(shell pwd)/bin
+GO ?= go
+
+## Tool versions (built from the Go module proxy into a cache outside the clone, linked into bin/)
+CONTROLLER_TOOLS_VERSION ?= v0.23.0
+GOLANGCI_LINT_VERSION ?= v2.15.0
+CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
+GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint
+
+## Test assets. KUBEBUILDER_ASSETS, when you set it, wins over the binaries we build.
+ENVTEST_ASSETS ?= $(or $(KUBEBUILDER_ASSETS),$(LOCALBIN)/k8s/envtest)
+VERSITYGW ?= $(LOCALBIN)/s3/versitygw
+FUZZTIME ?= 10s
+BENCHTIME ?= 1s
+
+.PHONY: all
+all: build
+
+##@ General
+
+.PHONY: help
+help: ## Display this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "\nUsage:\n  make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) } ' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: manifests
+manifests: controller-gen ## Generate CRDs and RBAC from the API types and kubebuilder markers.
+	$(CONTROLLER_GEN) rbac:roleName=manager-role crd:generateEmbeddedObjectMeta=true paths="./api/..." paths="./internal/..." output:crd:artifacts:config=config/crd/bases
+
+.PHONY: generate
+generate: controller-gen ## Generate DeepCopy methods.
+	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
+
+.PHONY: docs
+docs: ## Generate the API reference docs/api.md from the Go types.
+	$(GO) run ./hack/gen-api-docs > docs/api.md
+
+.PHONY: fmt
+fmt: ## Run go fmt.
+	$(GO) fmt ./...
+
+.PHONY: vet
+vet: ## Run go vet (including the e2e build tag).
+	$(GO) vet ./...
+	$(GO) vet -tags e2e ./test/...
+
+.PHONY: verify
+verify: manifests generate docs ## Regenerate everything and fail when a generated file changed.
+	$(GO) mod tidy
+	@if [ -n "$$(git status --porcelain -- api config docs/api.md go.mod go.sum)" ]; then \
+		echo "generated files are out of date; run 'make manifests generate docs' and 'go mod tidy', then commit:"; \
+		git status --porcelain -- api config docs/api.md go.mod go.sum; git --no-pager diff --stat; exit 1; \
+	fi
+
+.PHONY: lint
+lint: golangci-lint ## Run golangci-lint.
+	$(GOLANGCI_LINT) run ./...
+	$(GOLANGCI_LINT) run --build-tags e2e ./test/...
+
+.PHONY: lint-fix
+lint-fix: golangci-lint ## Run golangci-lint and apply its fixes.
+	$(GOLANGCI_LINT) run --fix ./...
+
+##@ Test
+
+.PHONY: test
+test: manifests generate fmt vet envtest s3-server ## Unit, envtest (real kube-apiserver) and storage conformance (real S3 server) tests.
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" PARLEY_VERSITYGW="$(VERSITYGW)" \
+		$(GO) test ./... -coverprofile cover.out
+
+.PHONY: test-e2e
+test-e2e: ## End-to-end tests on the local cluster (real control plane and node).
+	$(GO) test -tags e2e ./test/e2e/ -v -ginkgo.v -timeout 30m
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME each.
+	hack/fuzz.sh $(FUZZTIME)
+
+.PHONY: bench
+bench: envtest s3-server ## Run the benchmarks on one core (see docs/benchmarks.md).
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" PARLEY_VERSITYGW="$(VERSITYGW)" \
+		$(GO) test ./... -run '^$$' -bench . -benchmem -cpu 1 -benchtime $(BENCHTIME) -timeout 60m
+
+##@ Build
+
+.PHONY: build
+build: manifests generate fmt vet ## Build the manager binary.
+	$(GO) build -o bin/manager ./cmd/manager
+
+.PHONY: run
+run: manifests generate fmt vet ## Run the manager from your host against the current kubeconfig.
+	$(GO) run ./cmd/manager
+
+.PHONY: run-local
+run-local: ## Bring up a local cluster, install Parley, apply the samples and show them (no cluster needed).
+	hack/run-local.sh
+
+.PHONY: images
+images: ## Build the manager and test-agent images as tarballs and import them into the local node.
+	hack/images.sh
+
+.PHONY: build-installer
+build-installer: manifests generate ## Generate dist/install.yaml with CRDs and the manager deployment.
+	mkdir -p dist
+	kubectl kustomize config/default > dist/install.yaml
+
+##@ Local cluster
+
+.PHONY: cluster-up
+cluster-up: ## Start the local cluster (etcd, apiserver, controller-manager, scheduler, a real node).
+	hack/local-cluster up
+
+.PHONY: cluster-down
+cluster-down: ## Stop every process of the local cluster and remove its network rules.
+	hack/local-cluster down
+
+.PHONY: cluster-status
+cluster-status: ## Show the local cluster's processes and nodes.
+	hack/local-cluster status
+
+##@ Dependencies
+
+.PHONY: envtest
+envtest: ## Build etcd and kube-apiserver for envtest (cached outside the clone).
+	@if [ -z "$(KUBEBUILDER_ASSETS)" ]; then hack/build-binaries.sh envtest >/dev/null; fi
+
+.PHONY: cluster-binaries
+cluster-binaries: ## Build every control-plane and node binary for the local cluster.
+	hack/build-binaries.sh cluster >/dev/null
+
+.PHONY: s3-server
+s3-server: ## Build versitygw, the S3-compatible server of the storage tests.
+	hack/build-binaries.sh s3 >/dev/null
+
+.PHONY: controller-gen
+controller-gen: ## Build controller-gen.
+	@hack/go-install-tool.sh $(LOCALBIN) controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen $(CONTROLLER_TOOLS_VERSION)
+
+.PHONY: golangci-lint
+golangci-lint: ## Build golangci-lint.
+	@hack/go-install-tool.sh $(LOCALBIN) golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint $(GOLANGCI_LINT_VERSION)
