@@ -23,6 +23,11 @@ export GOFLAGS=-mod=mod
 # The scratch modules must not inherit the project's workspace or module settings.
 export GOWORK=off
 
+mkdir -p "$cache"
+# One build at a time: concurrent runs would share the scratch modules.
+exec 9>"$cache/.build.lock"
+flock 9
+
 log() { printf '[build-binaries] %s\n' "$*" >&2; }
 
 # scratch DIR: a fresh scratch module folder.
@@ -66,8 +71,9 @@ build_kube() {
   } >tools.go
   go mod tidy >/dev/null
   mkdir -p "$out"
-  local ldflags="-s -w -X k8s.io/component-base/version.gitVersion=${KUBE_VERSION} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${KUBE_VERSION#v1.}"
-  ldflags=${ldflags%.*}
+  local minor=${KUBE_VERSION#v1.}
+  minor=${minor%%.*}
+  local ldflags="-s -w -X k8s.io/component-base/version.gitVersion=${KUBE_VERSION} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${minor}"
   for name in "${missing[@]}"; do
     log "go build $name"
     CGO_ENABLED=0 go build -ldflags "$ldflags" -o "$out/$name.tmp" "k8s.io/kubernetes/cmd/$name"
