@@ -1,0 +1,86 @@
+package tokens
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/parley-dev/parley/pkg/conversation"
+)
+
+// BenchmarkCountText reports tokens/s of each tokenizer on the sample texts (prose, a real
+// Claude SDK transcript, Go source). Tokens are counted with cl100k_base for every
+// sub-benchmark, so the rates compare like for like: "how fast is a cl100k token's worth of
+// text counted".
+func BenchmarkCountText(b *testing.B) {
+	corpus := benchCorpus(b)
+	ref, err := NewTextCounter(Cl100kBase)
+	if err != nil {
+		b.Fatal(err)
+	}
+	refTokens := ref.CountText(corpus)
+	for _, name := range Names() {
+		b.Run(name, func(b *testing.B) {
+			c, err := NewTextCounter(name)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(corpus)))
+			for b.Loop() {
+				c.CountText(corpus)
+			}
+			b.ReportMetric(float64(refTokens)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+		})
+	}
+}
+
+// BenchmarkCountState counts a 10,000-message state with each tokenizer, with the per-message
+// cache warm and without it: what the Session API pays to recount a state after one append.
+func BenchmarkCountState(b *testing.B) {
+	lines := strings.Split(benchCorpus(b), "\n")
+	state := conversation.State{System: &conversation.Message{ID: "sys", Role: conversation.RoleSystem, Blocks: []conversation.Block{text("You are helpful.")}}}
+	for i := range 10_000 {
+		state.Messages = append(state.Messages, conversation.Message{
+			ID: fmt.Sprint(i), Role: conversation.RoleUser, Blocks: []conversation.Block{text(lines[i%len(lines)])},
+		})
+	}
+	ref, err := New(Cl100kBase, WithCacheSize(0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	refTokens := ref.CountState(&state)
+	for _, name := range []string{Cl100kBase, Approximate} {
+		for _, cache := range []int{DefaultCacheSize, 0} {
+			label := "cached"
+			if cache == 0 {
+				label = "uncached"
+			}
+			b.Run(name+"/"+label, func(b *testing.B) {
+				c, err := New(name, WithCacheSize(cache))
+				if err != nil {
+					b.Fatal(err)
+				}
+				c.CountState(&state) // warms the cache
+				for b.Loop() {
+					c.CountState(&state)
+				}
+				b.ReportMetric(float64(refTokens)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+			})
+		}
+	}
+}
+
+func benchCorpus(b *testing.B) string {
+	samples := sampleTexts(b)
+	names := make([]string, 0, len(samples))
+	for name := range samples {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var sb strings.Builder
+	for _, name := range names {
+		sb.WriteString(samples[name])
+	}
+	return sb.String()
+}

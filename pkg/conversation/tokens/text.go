@@ -1,0 +1,86 @@
+package tokens
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tiktoken-go/tokenizer"
+)
+
+// Tokenizer names accepted by New and by a Conversation's spec.context.tokenizer.
+const (
+	Cl100kBase  = "cl100k_base"
+	O200kBase   = "o200k_base"
+	Approximate = "approximate"
+)
+
+// Names lists the tokenizer names New accepts, in a stable order.
+func Names() []string { return []string{Cl100kBase, O200kBase, Approximate} }
+
+// TextCounter counts the tokens of plain text. Implementations are safe for concurrent use.
+type TextCounter interface {
+	// Name is the tokenizer's name, one of Names().
+	Name() string
+	// CountText returns the number of tokens text encodes to.
+	CountText(text string) int
+}
+
+// NewTextCounter returns the text counter of the named tokenizer.
+func NewTextCounter(name string) (TextCounter, error) {
+	switch name {
+	case Cl100kBase:
+		return newBPECounter(tokenizer.Cl100kBase)
+	case O200kBase:
+		return newBPECounter(tokenizer.O200kBase)
+	case Approximate:
+		return ApproximateCounter{}, nil
+	default:
+		return nil, fmt.Errorf("unknown tokenizer %q: want one of %s", name, strings.Join(Names(), ", "))
+	}
+}
+
+// bpeCounter counts with an exact byte-pair encoding.
+type bpeCounter struct {
+	name  string
+	codec tokenizer.Codec
+}
+
+func newBPECounter(encoding tokenizer.Encoding) (*bpeCounter, error) {
+	codec, err := tokenizer.Get(encoding)
+	if err != nil {
+		return nil, fmt.Errorf("load tokenizer %s: %w", encoding, err)
+	}
+	// Replace invalid UTF-8 with U+FFFD first, as tiktoken does, so that counting never fails.
+	codec.SetErrorMode(tokenizer.ErrorModeReplace)
+	return &bpeCounter{name: string(encoding), codec: codec}, nil
+}
+
+func (c *bpeCounter) Name() string { return c.name }
+
+func (c *bpeCounter) CountText(text string) int {
+	if text == "" {
+		return 0
+	}
+	n, err := c.codec.Count(text)
+	if err != nil {
+		// Only a regexp failure gets here (invalid UTF-8 is replaced): fall back to the
+		// estimate rather than report zero tokens for text that exists.
+		return ApproximateCounter{}.CountText(text)
+	}
+	return n
+}
+
+// ApproximateCounter estimates one token per four bytes of UTF-8, rounded up.
+//
+// Bytes rather than characters: scripts with multi-byte characters (CJK, Cyrillic) cost more
+// tokens per character, and counting bytes keeps the estimate closer for them.
+type ApproximateCounter struct{}
+
+// BytesPerToken is the ratio ApproximateCounter assumes.
+const BytesPerToken = 4
+
+func (ApproximateCounter) Name() string { return Approximate }
+
+func (ApproximateCounter) CountText(text string) int {
+	return (len(text) + BytesPerToken - 1) / BytesPerToken
+}
