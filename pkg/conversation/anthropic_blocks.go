@@ -1,0 +1,183 @@
+package conversation
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// anthropicBlock is an Anthropic Messages API content block on the wire. Claude Code
+// transcripts use the same shape.
+type anthropicBlock struct {
+	Type      string           `json:"type"`
+	Text      *string          `json:"text,omitzero"`
+	Thinking  *string          `json:"thinking,omitzero"`
+	Signature *string          `json:"signature,omitzero"`
+	Data      *string          `json:"data,omitzero"`
+	ID        string           `json:"id,omitzero"`
+	Name      string           `json:"name,omitzero"`
+	Input     jsontext.Value   `json:"input,omitzero"`
+	ToolUseID string           `json:"tool_use_id,omitzero"`
+	Content   jsontext.Value   `json:"content,omitzero"`
+	IsError   bool             `json:"is_error,omitzero"`
+	Source    *anthropicSource `json:"source,omitzero"`
+	Title     string           `json:"title,omitzero"`
+	Rest      jsontext.Value   `json:",embed"`
+}
+
+type anthropicSource struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type,omitzero"`
+	Data      string `json:"data,omitzero"`
+	URL       string `json:"url,omitzero"`
+	FileID    string `json:"file_id,omitzero"`
+}
+
+var errNotObject = errors.New("content block is not a JSON object")
+
+// blockFromAnthropic converts one wire content block into a Block. Unknown types are kept
+// whole in Block.Raw; unknown fields of known types go to Block.Extra.
+func blockFromAnthropic(raw jsontext.Value) (Block, error) {
+	if raw.Kind() != '{' {
+		return Block{}, errNotObject
+	}
+	var w anthropicBlock
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return Block{}, err
+	}
+	b := Block{Type: BlockType(w.Type)}
+	switch b.Type {
+	case BlockText:
+		b.Text = deref(w.Text)
+	case BlockThinking:
+		b.Text = deref(w.Thinking)
+		b.Signature = deref(w.Signature)
+	case BlockRedactedThinking:
+		b.Data = deref(w.Data)
+	case BlockToolUse:
+		b.ToolUseID, b.ToolName, b.Input = w.ID, w.Name, w.Input
+	case BlockToolResult:
+		b.ToolUseID, b.IsError = w.ToolUseID, w.IsError
+		if err := decodeToolResultContent(w.Content, &b); err != nil {
+			return Block{}, err
+		}
+	case BlockImage, BlockDocument:
+		if w.Source != nil {
+			s := w.Source
+			b.Media = &MediaRef{SourceType: s.Type, MediaType: s.MediaType, Data: s.Data, URL: s.URL, FileID: s.FileID}
+		}
+		if w.Title != "" {
+			b.Media = orEmptyMedia(b.Media)
+			b.Media.Title = w.Title
+		}
+	default:
+		return Block{Type: b.Type, Raw: raw.Clone()}, nil
+	}
+	if len(w.Rest) > 0 {
+		b.Extra = w.Rest
+	}
+	return b, nil
+}
+
+func decodeToolResultContent(content jsontext.Value, b *Block) error {
+	switch content.Kind() {
+	case 0, 'n':
+		return nil
+	case '"':
+		return json.Unmarshal(content, &b.Text)
+	case '[':
+		var items []jsontext.Value
+		if err := json.Unmarshal(content, &items); err != nil {
+			return err
+		}
+		b.Content = make([]Block, 0, len(items))
+		for _, item := range items {
+			inner, err := blockFromAnthropic(item)
+			if err != nil {
+				return err
+			}
+			b.Content = append(b.Content, inner)
+		}
+		return nil
+	default:
+		return fmt.Errorf("tool_result content is a JSON %v", content.Kind())
+	}
+}
+
+// blockToAnthropic converts a Block back to its wire form.
+func blockToAnthropic(b *Block) (jsontext.Value, error) {
+	if len(b.Raw) > 0 {
+		return b.Raw, nil
+	}
+	w := anthropicBlock{Type: string(b.Type), Rest: b.Extra}
+	switch b.Type {
+	case BlockText:
+		w.Text = &b.Text
+	case BlockThinking:
+		w.Thinking, w.Signature = &b.Text, &b.Signature
+	case BlockRedactedThinking:
+		w.Data = &b.Data
+	case BlockToolUse:
+		w.ID, w.Name, w.Input = b.ToolUseID, b.ToolName, toolInput(b)
+	case BlockToolResult:
+		w.ToolUseID, w.IsError = b.ToolUseID, b.IsError
+		content, err := toolResultContent(b)
+		if err != nil {
+			return nil, err
+		}
+		w.Content = content
+	case BlockImage, BlockDocument:
+		if m := b.Media; m != nil {
+			w.Title = m.Title
+			if m.SourceType != "" {
+				w.Source = &anthropicSource{Type: m.SourceType, MediaType: m.MediaType, Data: m.Data, URL: m.URL, FileID: m.FileID}
+			}
+		}
+	default:
+		return nil, fmt.Errorf("block of type %q has no raw JSON to write back", b.Type)
+	}
+	return json.Marshal(&w)
+}
+
+func toolResultContent(b *Block) (jsontext.Value, error) {
+	if b.Content == nil {
+		return json.Marshal(b.Text)
+	}
+	items := make([]jsontext.Value, 0, len(b.Content))
+	for i := range b.Content {
+		item, err := blockToAnthropic(&b.Content[i])
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, item)
+	}
+	return json.Marshal(items)
+}
+
+// toolInput is the tool call's arguments as a JSON value: Input, or else the provider's
+// argument string when it is valid JSON, or else an empty object.
+func toolInput(b *Block) jsontext.Value {
+	if len(b.Input) > 0 {
+		return b.Input
+	}
+	if b.Arguments != "" && jsontext.Value(b.Arguments).IsValid() {
+		return jsontext.Value(b.Arguments)
+	}
+	return jsontext.Value("{}")
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func orEmptyMedia(m *MediaRef) *MediaRef {
+	if m == nil {
+		return &MediaRef{}
+	}
+	return m
+}

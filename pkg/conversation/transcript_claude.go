@@ -1,0 +1,403 @@
+package conversation
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Claude Code / Claude Agent SDK transcripts: one JSON object per line. A message line has
+// type "user" or "assistant", a uuid, a parentUuid and a message; one API message is written
+// as several lines, one content block each, sharing message.id. Every other line (queue
+// operations, summaries, file-history snapshots, progress, system notices, types not invented
+// yet) is kept untouched as a RawRecord.
+//
+// Each imported message keeps, in Source.Raw, its lines without message.content (see
+// claudeLineRecord) so the export writes back every field Parley does not model.
+
+// claudeLineRecord is one transcript line of a message, as stored in Message.Source.Raw.
+type claudeLineRecord struct {
+	// Line is the transcript line with message.content removed.
+	Line jsontext.Value `json:"line"`
+	// Blocks is how many of the message's blocks, in order, the line carried.
+	Blocks int `json:"blocks"`
+	// StringContent records that message.content was a plain string, not a list of blocks.
+	StringContent bool `json:"stringContent,omitzero"`
+}
+
+type claudeLine struct {
+	Type             string         `json:"type"`
+	UUID             string         `json:"uuid"`
+	ParentUUID       string         `json:"parentUuid"`
+	SessionID        string         `json:"sessionId"`
+	Timestamp        string         `json:"timestamp"`
+	CWD              string         `json:"cwd"`
+	IsSidechain      bool           `json:"isSidechain"`
+	IsCompactSummary bool           `json:"isCompactSummary"`
+	IsMeta           bool           `json:"isMeta"`
+	AgentID          string         `json:"agentId"`
+	Message          jsontext.Value `json:"message"`
+	ToolUseResult    jsontext.Value `json:"toolUseResult"`
+}
+
+type claudeMessage struct {
+	ID      string          `json:"id"`
+	Role    string          `json:"role"`
+	Model   string          `json:"model"`
+	Content jsontext.Value  `json:"content"`
+	Usage   *anthropicUsage `json:"usage"`
+}
+
+type anthropicUsage struct {
+	InputTokens              int64 `json:"input_tokens,omitzero"`
+	OutputTokens             int64 `json:"output_tokens,omitzero"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens,omitzero"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens,omitzero"`
+}
+
+func (u *anthropicUsage) toUsage() Usage {
+	if u == nil {
+		return Usage{}
+	}
+	return Usage{Input: u.InputTokens, Output: u.OutputTokens, CacheRead: u.CacheReadInputTokens, CacheWrite: u.CacheCreationInputTokens}
+}
+
+// ErrTranscript wraps every error of a transcript importer.
+var ErrTranscript = errors.New("conversation: bad transcript")
+
+// lenientJSON reads what real transcripts contain: invalid UTF-8 is kept, duplicate names
+// are tolerated (the last wins).
+var lenientJSON = json.JoinOptions(jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true))
+
+// ClaudeSubagentFile is one subagent transcript (agent-<AgentID>.jsonl) of a session.
+type ClaudeSubagentFile struct {
+	AgentID string
+	Data    []byte
+}
+
+// ImportClaudeJSONL reads a Claude Code / Agent SDK transcript. Sidechain lines in it (older
+// Claude Code versions wrote subagents into the main file) become subagent threads.
+func ImportClaudeJSONL(data []byte) (State, error) {
+	return ImportClaudeSession(data)
+}
+
+// ImportClaudeSession reads a session's main transcript and its subagent transcripts
+// (<sessionId>/subagents/agent-<id>.jsonl). A subagent is linked to the Task tool call that
+// started it through the tool result's toolUseResult.agentId.
+func ImportClaudeSession(main []byte, subagents ...ClaudeSubagentFile) (State, error) {
+	imp := newClaudeImporter()
+	if err := imp.readFile(main, ""); err != nil {
+		return State{}, err
+	}
+	for _, f := range subagents {
+		if err := imp.readFile(f.Data, f.AgentID); err != nil {
+			return State{}, fmt.Errorf("subagent %s: %w", f.AgentID, err)
+		}
+	}
+	return imp.finish()
+}
+
+type claudeImporter struct {
+	state   State
+	threads map[string]*claudeThread
+	order   []string
+	// agentTool maps a subagent's agentId to the id of the tool call that started it.
+	agentTool map[string]string
+}
+
+type claudeThread struct {
+	messages []Message
+	records  [][]claudeLineRecord
+	// byAPIID finds the message an assistant line continues.
+	byAPIID map[string]int
+	// lineOwner maps every line uuid to the ID of the message that holds it.
+	lineOwner     map[string]string
+	lastAssistant int
+}
+
+func newClaudeImporter() *claudeImporter {
+	return &claudeImporter{
+		state:     NewState(""),
+		threads:   map[string]*claudeThread{},
+		agentTool: map[string]string{},
+	}
+}
+
+func (imp *claudeImporter) thread(key string) *claudeThread {
+	t, ok := imp.threads[key]
+	if !ok {
+		t = &claudeThread{byAPIID: map[string]int{}, lineOwner: map[string]string{}, lastAssistant: -1}
+		imp.threads[key] = t
+		imp.order = append(imp.order, key)
+	}
+	return t
+}
+
+// readFile reads one file. agentID is "" for the main transcript.
+func (imp *claudeImporter) readFile(data []byte, agentID string) error {
+	lineNo := 0
+	for len(data) > 0 {
+		var line []byte
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			line, data = data, nil
+		}
+		lineNo++
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		if err := imp.readLine(line, agentID); err != nil {
+			return fmt.Errorf("%w: line %d: %w", ErrTranscript, lineNo, err)
+		}
+	}
+	return nil
+}
+
+func (imp *claudeImporter) readLine(line []byte, fileAgent string) error {
+	var l claudeLine
+	if err := json.Unmarshal(line, &l, lenientJSON); err != nil {
+		if !jsontext.Value(line).IsValid(jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true)) {
+			return err
+		}
+		// Valid JSON of a shape we do not know: keep it.
+		imp.keepRaw(line, fileAgent)
+		return nil
+	}
+	if imp.state.SessionID == "" {
+		imp.state.SessionID = l.SessionID
+	}
+	if imp.state.CWD == "" && fileAgent == "" {
+		imp.state.CWD = l.CWD
+	}
+	threadKey := fileAgent
+	if threadKey == "" && l.IsSidechain {
+		threadKey = l.AgentID
+		if threadKey == "" {
+			threadKey = "sidechain"
+		}
+	}
+	if (l.Type != "user" && l.Type != "assistant") || l.UUID == "" || l.Message.Kind() != '{' {
+		imp.keepRaw(line, threadKey)
+		return nil
+	}
+	var cm claudeMessage
+	if err := json.Unmarshal(l.Message, &cm, lenientJSON); err != nil {
+		imp.keepRaw(line, threadKey)
+		return nil //nolint:nilerr // an unexpected message shape is kept, not refused
+	}
+	blocks, stringContent, err := claudeBlocks(cm.Content, l.UUID)
+	if err != nil {
+		return err
+	}
+	envelope, err := stripContent(line)
+	if err != nil {
+		return err
+	}
+	rec := claudeLineRecord{Line: envelope, Blocks: len(blocks), StringContent: stringContent}
+	t := imp.thread(threadKey)
+	if l.Type == "assistant" && cm.ID != "" {
+		if i, ok := t.byAPIID[cm.ID]; ok && i == t.lastAssistant {
+			m := &t.messages[i]
+			m.Blocks = append(m.Blocks, blocks...)
+			if u := cm.Usage.toUsage(); !u.IsZero() {
+				m.Usage = u
+			}
+			t.records[i] = append(t.records[i], rec)
+			t.lineOwner[l.UUID] = m.ID
+			return nil
+		}
+	}
+	m := Message{
+		ID:     l.UUID,
+		Role:   RoleUser,
+		Blocks: blocks,
+		Model:  cm.Model,
+		Usage:  cm.Usage.toUsage(),
+		Source: Source{Kind: SourceClaudeCode},
+	}
+	if p, ok := t.lineOwner[l.ParentUUID]; ok {
+		m.ParentID = p
+	} else {
+		m.ParentID = l.ParentUUID
+	}
+	if ts, err := time.Parse(time.RFC3339Nano, l.Timestamp); err == nil {
+		m.CreatedAt = ts
+	}
+	if cm.ID != "" {
+		m.Source.IDs = []string{cm.ID}
+	}
+	m.Flags = claudeFlags(&l)
+	switch {
+	case l.Type == "assistant":
+		m.Role = RoleAssistant
+	case hasBlock(blocks, BlockToolResult):
+		m.Role = RoleTool
+		m.Blocks = resultsFirst(blocks)
+		imp.linkSubagent(&l, m.Blocks)
+	}
+	t.messages = append(t.messages, m)
+	t.records = append(t.records, []claudeLineRecord{rec})
+	t.lineOwner[l.UUID] = m.ID
+	if m.Role == RoleAssistant {
+		t.lastAssistant = len(t.messages) - 1
+		if cm.ID != "" {
+			t.byAPIID[cm.ID] = t.lastAssistant
+		}
+	}
+	return nil
+}
+
+func claudeFlags(l *claudeLine) Flags {
+	var f Flags
+	if l.IsSidechain {
+		f |= FlagSidechain
+	}
+	if l.IsCompactSummary {
+		f |= FlagCompactSummary
+	}
+	if l.IsMeta {
+		f |= FlagMeta
+	}
+	return f
+}
+
+// linkSubagent remembers which tool call started a subagent, from the result line's
+// toolUseResult.agentId.
+func (imp *claudeImporter) linkSubagent(l *claudeLine, blocks []Block) {
+	if l.ToolUseResult.Kind() != '{' || len(blocks) == 0 {
+		return
+	}
+	var r struct {
+		AgentID string `json:"agentId"`
+	}
+	if json.Unmarshal(l.ToolUseResult, &r, lenientJSON) == nil && r.AgentID != "" {
+		imp.agentTool[r.AgentID] = blocks[0].ToolUseID
+	}
+}
+
+func (imp *claudeImporter) keepRaw(line []byte, threadKey string) {
+	after := ""
+	if t, ok := imp.threads[threadKey]; ok && len(t.messages) > 0 {
+		after = t.messages[len(t.messages)-1].ID
+	}
+	imp.state.Records = append(imp.state.Records, RawRecord{AfterID: after, Thread: threadKey, Raw: bytes.Clone(line)})
+}
+
+func (imp *claudeImporter) finish() (State, error) {
+	s := imp.state
+	for _, key := range imp.order {
+		t := imp.threads[key]
+		for i := range t.messages {
+			raw, err := json.Marshal(t.records[i])
+			if err != nil {
+				return State{}, err
+			}
+			t.messages[i].Source.Raw = raw
+		}
+		NumberTurns(t.messages)
+		if key == "" {
+			s.Messages = t.messages
+			continue
+		}
+		sub := Subagent{AgentID: key, ToolUseID: imp.agentTool[key], Status: SubagentRunning, Messages: t.messages}
+		if sub.ToolUseID != "" {
+			sub.Status = SubagentCompleted
+		}
+		s.Subagents = append(s.Subagents, sub)
+	}
+	seq := int64(0)
+	for i := range s.Messages {
+		seq++
+		s.Messages[i].Seq = seq
+	}
+	return s, nil
+}
+
+// claudeBlocks decodes message.content: a string (one text block) or a list of blocks.
+// Blocks get ids from the line's uuid so the reducer can address them.
+func claudeBlocks(content jsontext.Value, lineID string) ([]Block, bool, error) {
+	switch content.Kind() {
+	case '"':
+		var text string
+		if err := json.Unmarshal(content, &text, lenientJSON); err != nil {
+			return nil, false, err
+		}
+		return []Block{{Type: BlockText, ID: lineID, Text: text}}, true, nil
+	case '[':
+		var items []jsontext.Value
+		if err := json.Unmarshal(content, &items, lenientJSON); err != nil {
+			return nil, false, err
+		}
+		blocks := make([]Block, 0, len(items))
+		for k, item := range items {
+			b, err := blockFromAnthropic(item)
+			if err != nil {
+				return nil, false, err
+			}
+			b.ID = lineBlockID(lineID, k)
+			blocks = append(blocks, b)
+		}
+		return blocks, false, nil
+	case 0, 'n':
+		return nil, false, nil
+	default:
+		return nil, false, fmt.Errorf("message.content is a JSON %v", content.Kind())
+	}
+}
+
+func lineBlockID(lineID string, k int) string {
+	if k == 0 {
+		return lineID
+	}
+	return fmt.Sprintf("%s#%d", lineID, k)
+}
+
+// resultsFirst orders tool_result blocks before the others (the canonical RoleTool layout),
+// keeping the relative order within each group.
+func resultsFirst(blocks []Block) []Block {
+	if len(blocks) == 0 || blocks[0].Type == BlockToolResult && allResults(blocks) {
+		return blocks
+	}
+	out := make([]Block, 0, len(blocks))
+	for _, b := range blocks {
+		if b.Type == BlockToolResult {
+			out = append(out, b)
+		}
+	}
+	for _, b := range blocks {
+		if b.Type != BlockToolResult {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+func allResults(blocks []Block) bool {
+	for i := range blocks {
+		if blocks[i].Type != BlockToolResult {
+			return false
+		}
+	}
+	return true
+}
+
+// stripContent returns the line without message.content.
+func stripContent(line []byte) (jsontext.Value, error) {
+	return rewriteObject(line, func(name string, v jsontext.Value) (jsontext.Value, error) {
+		if name != "message" || v.Kind() != '{' {
+			return v, nil
+		}
+		return rewriteObject(v, func(name string, v jsontext.Value) (jsontext.Value, error) {
+			if name == "content" {
+				return nil, nil
+			}
+			return v, nil
+		})
+	})
+}

@@ -1,0 +1,306 @@
+package conversation
+
+import (
+	"bytes"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/google/uuid"
+)
+
+// ClaudeExportOptions say where the exported session lives.
+type ClaudeExportOptions struct {
+	// SessionID is the session id to write (default State.SessionID). A fork writes a new id.
+	SessionID string
+	// CWD is the agent's working directory in the pod that resumes (default State.CWD). The
+	// SDK finds a session only under the cwd it runs in.
+	CWD string
+}
+
+// ExportedFile is one file of an export, at a path relative to the Claude config directory
+// (CLAUDE_CONFIG_DIR).
+type ExportedFile struct {
+	Path    string
+	Content []byte
+}
+
+// ClaudeProjectDir is the directory the Claude SDK keeps a cwd's sessions in, relative to
+// the config directory: projects/<cwd with every character but ASCII letters and digits
+// replaced by '-'>.
+func ClaudeProjectDir(cwd string) string {
+	b := []byte(cwd)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			b[i] = '-'
+		}
+	}
+	return path.Join("projects", string(b))
+}
+
+// ClaudeTranscriptPath is the main transcript of a session, relative to the config directory.
+func ClaudeTranscriptPath(cwd, sessionID string) string {
+	return path.Join(ClaudeProjectDir(cwd), sessionID+".jsonl")
+}
+
+// ClaudeSubagentPath is a subagent's transcript, relative to the config directory.
+func ClaudeSubagentPath(cwd, sessionID, agentID string) string {
+	return path.Join(ClaudeProjectDir(cwd), sessionID, "subagents", "agent-"+agentID+".jsonl")
+}
+
+// ExportClaude writes the state as Claude Code transcripts in the layout the Claude Agent SDK
+// reads, so resume=<session id> works: the main transcript first, then one file per
+// subagent that has an agent id. Line uuids are the block ids; parentUuid is recomputed as a
+// single chain so the SDK walks the whole history. The system prompt is not written: the SDK
+// takes it from its options.
+func ExportClaude(s *State, opts ClaudeExportOptions) ([]ExportedFile, error) {
+	if opts.SessionID == "" {
+		opts.SessionID = s.SessionID
+	}
+	if opts.CWD == "" {
+		opts.CWD = s.CWD
+	}
+	if opts.SessionID == "" {
+		return nil, fmt.Errorf("conversation: export to Claude needs a session id")
+	}
+	main, err := exportClaudeThread(s.Messages, s.Records, "", opts)
+	if err != nil {
+		return nil, err
+	}
+	files := []ExportedFile{{Path: ClaudeTranscriptPath(opts.CWD, opts.SessionID), Content: main}}
+	for _, sub := range flattenSubagents(s.Subagents) {
+		if sub.AgentID == "" {
+			continue
+		}
+		content, err := exportClaudeThread(sub.Messages, s.Records, sub.AgentID, opts)
+		if err != nil {
+			return nil, fmt.Errorf("subagent %s: %w", sub.AgentID, err)
+		}
+		files = append(files, ExportedFile{Path: ClaudeSubagentPath(opts.CWD, opts.SessionID, sub.AgentID), Content: content})
+	}
+	return files, nil
+}
+
+func flattenSubagents(subs []Subagent) []*Subagent {
+	var out []*Subagent
+	for i := range subs {
+		out = append(out, &subs[i])
+		out = append(out, flattenSubagents(subs[i].Subagents)...)
+	}
+	return out
+}
+
+type claudeWriter struct {
+	buf      bytes.Buffer
+	opts     ClaudeExportOptions
+	agentID  string
+	lastLine string
+}
+
+func exportClaudeThread(messages []Message, records []RawRecord, thread string, opts ClaudeExportOptions) ([]byte, error) {
+	w := &claudeWriter{opts: opts, agentID: thread}
+	known := make(map[string]bool, len(messages))
+	for i := range messages {
+		known[messages[i].ID] = true
+	}
+	after := map[string][]jsontext.Value{}
+	var orphans []jsontext.Value
+	for _, r := range records {
+		switch {
+		case r.Thread != thread:
+		case r.AfterID == "" || known[r.AfterID]:
+			after[r.AfterID] = append(after[r.AfterID], r.Raw)
+		default:
+			orphans = append(orphans, r.Raw)
+		}
+	}
+	w.raw(after[""])
+	for i := range messages {
+		if err := w.message(&messages[i]); err != nil {
+			return nil, fmt.Errorf("message %s: %w", messages[i].ID, err)
+		}
+		w.raw(after[messages[i].ID])
+	}
+	w.raw(orphans)
+	return w.buf.Bytes(), nil
+}
+
+func (w *claudeWriter) raw(lines []jsontext.Value) {
+	for _, l := range lines {
+		w.buf.Write(l)
+		w.buf.WriteByte('\n')
+	}
+}
+
+// lineGroups splits a message's blocks into the transcript lines they came from, or one line
+// per block when the message did not come from a transcript or its blocks changed since.
+func lineGroups(m *Message) []claudeLineRecord {
+	var recs []claudeLineRecord
+	if m.Source.Kind == SourceClaudeCode && len(m.Source.Raw) > 0 {
+		if json.Unmarshal(m.Source.Raw, &recs, lenientJSON) == nil {
+			total := 0
+			for _, r := range recs {
+				total += r.Blocks
+			}
+			if total == len(m.Blocks) {
+				return recs
+			}
+		}
+		recs = nil
+	}
+	if len(m.Blocks) == 0 {
+		return []claudeLineRecord{{}}
+	}
+	for range m.Blocks {
+		recs = append(recs, claudeLineRecord{Blocks: 1})
+	}
+	return recs
+}
+
+func (w *claudeWriter) message(m *Message) error {
+	next := 0
+	for k, rec := range lineGroups(m) {
+		blocks := m.Blocks[next : next+rec.Blocks]
+		next += rec.Blocks
+		id := lineUUID(m, blocks, k)
+		content, err := claudeContent(blocks, rec.StringContent)
+		if err != nil {
+			return err
+		}
+		var line jsontext.Value
+		if len(rec.Line) > 0 {
+			line, err = w.rewriteLine(rec.Line, id, content)
+		} else {
+			line, err = w.newLine(m, id, content)
+		}
+		if err != nil {
+			return err
+		}
+		w.buf.Write(line)
+		w.buf.WriteByte('\n')
+		w.lastLine = id
+	}
+	return nil
+}
+
+func lineUUID(m *Message, blocks []Block, k int) string {
+	if len(blocks) > 0 && blocks[0].ID != "" && !strings.Contains(blocks[0].ID, "#") {
+		return blocks[0].ID
+	}
+	if k == 0 && m.ID != "" {
+		if _, err := uuid.Parse(m.ID); err == nil {
+			return m.ID
+		}
+	}
+	return uuid.NewSHA1(uuid.NameSpaceURL, fmt.Appendf(nil, "parley:%s:%d", m.ID, k)).String()
+}
+
+func claudeContent(blocks []Block, asString bool) (jsontext.Value, error) {
+	if asString && len(blocks) == 1 && blocks[0].Type == BlockText {
+		return json.Marshal(blocks[0].Text)
+	}
+	items := make([]jsontext.Value, 0, len(blocks))
+	for i := range blocks {
+		item, err := blockToAnthropic(&blocks[i])
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, item)
+	}
+	return json.Marshal(items)
+}
+
+func (w *claudeWriter) parent() jsontext.Value {
+	if w.lastLine == "" {
+		return jsontext.Value("null")
+	}
+	v, _ := json.Marshal(w.lastLine)
+	return v
+}
+
+func mustString(s string) jsontext.Value {
+	v, _ := json.Marshal(s)
+	return v
+}
+
+func (w *claudeWriter) rewriteLine(line jsontext.Value, id string, content jsontext.Value) (jsontext.Value, error) {
+	set := []member{
+		{"parentUuid", w.parent()},
+		{"uuid", mustString(id)},
+		{"sessionId", mustString(w.opts.SessionID)},
+	}
+	if w.opts.CWD != "" {
+		set = append(set, member{"cwd", mustString(w.opts.CWD)})
+	}
+	return rewriteObject(line, func(name string, v jsontext.Value) (jsontext.Value, error) {
+		for _, m := range set {
+			if m.name == name {
+				return m.value, nil
+			}
+		}
+		if name == "message" && v.Kind() == '{' {
+			return replaceMembers(v, member{"content", content})
+		}
+		return v, nil
+	}, set...)
+}
+
+type claudeOutLine struct {
+	ParentUUID       jsontext.Value `json:"parentUuid"`
+	IsSidechain      bool           `json:"isSidechain"`
+	UserType         string         `json:"userType"`
+	CWD              string         `json:"cwd,omitzero"`
+	SessionID        string         `json:"sessionId"`
+	AgentID          string         `json:"agentId,omitzero"`
+	Type             string         `json:"type"`
+	Message          claudeOutMsg   `json:"message"`
+	IsMeta           bool           `json:"isMeta,omitzero"`
+	IsCompactSummary bool           `json:"isCompactSummary,omitzero"`
+	UUID             string         `json:"uuid"`
+	Timestamp        string         `json:"timestamp,omitzero"`
+}
+
+type claudeOutMsg struct {
+	ID      string          `json:"id,omitzero"`
+	Type    string          `json:"type,omitzero"`
+	Role    string          `json:"role"`
+	Model   string          `json:"model,omitzero"`
+	Content jsontext.Value  `json:"content"`
+	Usage   *anthropicUsage `json:"usage,omitzero"`
+}
+
+func (w *claudeWriter) newLine(m *Message, id string, content jsontext.Value) (jsontext.Value, error) {
+	out := claudeOutLine{
+		ParentUUID:       w.parent(),
+		IsSidechain:      w.agentID != "" || m.Flags.Has(FlagSidechain),
+		UserType:         "external",
+		CWD:              w.opts.CWD,
+		SessionID:        w.opts.SessionID,
+		AgentID:          w.agentID,
+		Type:             "user",
+		Message:          claudeOutMsg{Role: "user", Content: content},
+		IsMeta:           m.Flags.Has(FlagMeta),
+		IsCompactSummary: m.Flags.Has(FlagCompactSummary),
+		UUID:             id,
+	}
+	if !m.CreatedAt.IsZero() {
+		out.Timestamp = m.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	}
+	if m.Role == RoleAssistant {
+		out.Type = "assistant"
+		apiID := ""
+		if len(m.Source.IDs) > 0 {
+			apiID = m.Source.IDs[0]
+		}
+		if apiID == "" || !strings.HasPrefix(apiID, "msg_") {
+			apiID = "msg_parley_" + strings.ReplaceAll(uuid.NewSHA1(uuid.NameSpaceURL, []byte(m.ID)).String(), "-", "")
+		}
+		out.Message = claudeOutMsg{ID: apiID, Type: "message", Role: "assistant", Model: m.Model, Content: content}
+		if !m.Usage.IsZero() {
+			out.Message.Usage = &anthropicUsage{InputTokens: m.Usage.Input, OutputTokens: m.Usage.Output, CacheReadInputTokens: m.Usage.CacheRead, CacheCreationInputTokens: m.Usage.CacheWrite}
+		}
+	}
+	return json.Marshal(&out)
+}
