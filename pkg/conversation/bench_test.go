@@ -1,0 +1,109 @@
+package conversation
+
+import (
+	"bytes"
+	stdjson "encoding/json"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// bigClaudeTranscript repeats the fixture's lines, renumbering uuids, message ids and tool ids,
+// until the transcript holds at least size bytes.
+func bigClaudeTranscript(tb testing.TB, size int) []byte {
+	tb.Helper()
+	base := readFixture(tb, "claude-code/main-transcript.jsonl")
+	ids := [][]byte{}
+	for _, re := range []string{`"uuid":"`, `"parentUuid":"`, `"id":"msg_`, `"id":"toolu_`, `"tool_use_id":"toolu_`} {
+		for rest := base; ; {
+			i := bytes.Index(rest, []byte(re))
+			if i < 0 {
+				break
+			}
+			rest = rest[i+len(re):]
+			j := bytes.IndexByte(rest, '"')
+			ids = append(ids, rest[:j])
+			rest = rest[j:]
+		}
+	}
+	var out bytes.Buffer
+	for copyNo := 0; out.Len() < size; copyNo++ {
+		chunk := base
+		for _, id := range ids {
+			chunk = bytes.ReplaceAll(chunk, id, fmt.Appendf(nil, "%s-%d", id, copyNo))
+		}
+		out.Write(chunk)
+	}
+	return out.Bytes()
+}
+
+func bigState(tb testing.TB, size int) State {
+	tb.Helper()
+	s, err := ImportClaudeJSONL(bigClaudeTranscript(tb, size))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+func BenchmarkImportClaudeJSONL(b *testing.B) {
+	data := bigClaudeTranscript(b, 10<<20)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ImportClaudeJSONL(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkSnapshotMarshal(b *testing.B) {
+	s := bigState(b, 10<<20)
+	data, err := MarshalSnapshot(&s, SnapshotMetadata{CreatedAt: time.Now()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := MarshalSnapshot(&s, SnapshotMetadata{CreatedAt: time.Now()}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkSnapshotUnmarshal(b *testing.B) {
+	s := bigState(b, 10<<20)
+	data, err := MarshalSnapshot(&s, SnapshotMetadata{CreatedAt: time.Now()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := UnmarshalSnapshot(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSnapshotUnmarshalStdlibBaseline decodes the same snapshot's payload with
+// encoding/json (v1) alone, without the digest check: the codec Parley did not choose.
+func BenchmarkSnapshotUnmarshalStdlibBaseline(b *testing.B) {
+	s := bigState(b, 10<<20)
+	s.Adapters = nil // v1 cannot decode the interface slice; the fixture-based state has none
+	data, err := MarshalSnapshot(&s, SnapshotMetadata{CreatedAt: time.Now()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var doc struct {
+			Payload State `json:"payload"`
+		}
+		if err := stdjson.Unmarshal(data, &doc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
