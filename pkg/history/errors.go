@@ -1,0 +1,27 @@
+package history
+
+import "errors"
+
+// Errors returned by every backend. Test them with errors.Is: backends wrap
+// them with context.
+var (
+	// ErrNotFound: the conversation, epoch, sequence range or checkpoint does not exist.
+	ErrNotFound = errors.New("history: not found")
+	// ErrConflict: another writer changed the history first (the caller's
+	// expectation no longer holds), or the history already exists.
+	ErrConflict = errors.New("history: conflict")
+	// ErrTooLarge: a record, checkpoint or the whole history exceeds a limit of the backend.
+	ErrTooLarge = errors.New("history: too large")
+	// ErrCorrupt: stored bytes do not match their checksum or cannot be decoded.
+	ErrCorrupt = errors.New("history: corrupt")
+	// ErrUnavailable: the backend could not be reached or answered with a
+	// transient failure. Retrying later may succeed; appends are idempotent by id.
+	ErrUnavailable = errors.New("history: unavailable")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("history: store closed")
+)
+
+// IsRetryable reports whether retrying the same call later may succeed.
+func IsRetryable(err error) bool {
+	return errors.Is(err, ErrUnavailable) || errors.Is(err, ErrConflict)
+}

@@ -1,0 +1,140 @@
+package historytest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/parley-dev/parley/pkg/history"
+	"github.com/parley-dev/parley/pkg/history/internal/engine"
+)
+
+func testCheckpoints(t *testing.T, hn Harness) {
+	ctx := context.Background()
+	name := conversationName(t)
+	s := newStore(t, hn)
+	h := open(t, s, name)
+	snapshot := bytes.Repeat([]byte("checkpoint state "), 1000)
+	d, err := h.PutCheckpoint(ctx, snapshot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d != history.DigestOf(snapshot) {
+		t.Fatalf("digest %s, want %s", d, history.DigestOf(snapshot))
+	}
+	if again, err := h.PutCheckpoint(ctx, snapshot); err != nil || again != d {
+		t.Fatalf("putting the same snapshot again: %s, %v", again, err)
+	}
+	got, err := h.GetCheckpoint(ctx, d)
+	if err != nil || !bytes.Equal(got, snapshot) {
+		t.Fatalf("get checkpoint: %d bytes, %v", len(got), err)
+	}
+	other, err := h.PutCheckpoint(ctx, []byte("other"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := h.Checkpoints(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(list)
+	want := []history.Digest{d, other}
+	slices.Sort(want)
+	if !slices.Equal(list, want) {
+		t.Fatalf("checkpoints %v, want %v", list, want)
+	}
+	if _, err := h.GetCheckpoint(ctx, history.DigestOf([]byte("never stored"))); !errors.Is(err, history.ErrNotFound) {
+		t.Fatalf("missing checkpoint: %v, want ErrNotFound", err)
+	}
+	// One flipped bit anywhere is detected.
+	flipByte(t, s, name, engine.CheckpointKey(d), len(snapshot)/2)
+	if _, err := h.GetCheckpoint(ctx, d); !errors.Is(err, history.ErrCorrupt) {
+		t.Fatalf("flipped byte: %v, want ErrCorrupt", err)
+	}
+}
+
+func testCorruptSegment(t *testing.T, hn Harness) {
+	ctx := context.Background()
+	name := conversationName(t)
+	s := newStore(t, hn)
+	h := open(t, s, name)
+	for i := range 40 { // past one seal
+		mustAppend(t, h, records("c", i, 1))
+	}
+	var sealed string
+	for _, key := range rawKeys(t, s, name) {
+		if engine.IsSealedKey(key) {
+			sealed = key
+		}
+	}
+	if sealed == "" {
+		t.Fatal("no sealed segment after 40 appends")
+	}
+	flipByte(t, s, name, sealed, 40)
+	// A fresh store has nothing cached.
+	_, err := open(t, newStore(t, hn), name).Read(ctx, history.ReadOptions{})
+	if !errors.Is(err, history.ErrCorrupt) {
+		t.Fatalf("read of a segment with a flipped byte: %v, want ErrCorrupt", err)
+	}
+}
+
+func testLargeRecords(t *testing.T, hn Harness) {
+	ctx := context.Background()
+	name := conversationName(t)
+	h := open(t, newStore(t, hn), name)
+	big := bytes.Repeat([]byte{0, 1, 2, 0xff}, 1<<20) // 4 MiB, not JSON: stored as base64
+	rec := []history.Record{{ID: "big", Data: big}}
+	seqs, err := h.Append(ctx, rec)
+	if !hn.LargeRecords {
+		if !errors.Is(err, history.ErrTooLarge) || !strings.Contains(err.Error(), hn.TooLargeHint) {
+			t.Fatalf("4 MiB record: %v, want ErrTooLarge mentioning %q", err, hn.TooLargeHint)
+		}
+		if head, _ := h.Head(ctx); head.Sequence != 0 {
+			t.Fatalf("a refused record moved the head to %d", head.Sequence)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("4 MiB record: %v", err)
+	}
+	mustAppend(t, h, records("after", 0, 1))
+	entries := readAll(t, h, 0)
+	if len(entries) != 2 || seqs[0] != 1 || !bytes.Equal(entries[0].Data, big) {
+		t.Fatalf("4 MiB record did not round-trip (%d entries)", len(entries))
+	}
+	// Twice again, so it is sealed and read back from a sealed segment.
+	mustAppend(t, h, []history.Record{{ID: "big2", Data: big}})
+	mustAppend(t, h, []history.Record{{ID: "big3", Data: big}})
+	for i := range 33 {
+		mustAppend(t, h, records("fill", i, 1))
+	}
+	entries = readAll(t, open(t, newStore(t, hn), name), 0)
+	if len(entries) != 37 {
+		t.Fatalf("%d entries, want 37", len(entries))
+	}
+	for _, i := range []int{0, 2, 3} {
+		if !bytes.Equal(entries[i].Data, big) {
+			t.Fatalf("4 MiB record %s did not round-trip through a sealed segment", entries[i].ID)
+		}
+	}
+}
+
+func testMaxBytes(t *testing.T, hn Harness) {
+	ctx := context.Background()
+	s := hn.NewWithLimit(t, 2000)
+	t.Cleanup(func() { _ = s.Close() })
+	h := open(t, s, conversationName(t))
+	mustAppend(t, h, records("b", 0, 10)) // ~90 bytes each
+	rec := []history.Record{{ID: "too-much", Data: bytes.Repeat([]byte("x"), 1500)}}
+	_, err := h.Append(ctx, rec)
+	if !errors.Is(err, history.ErrTooLarge) || !strings.Contains(err.Error(), hn.TooLargeHint) {
+		t.Fatalf("append past maxBytes: %v, want ErrTooLarge mentioning %q", err, hn.TooLargeHint)
+	}
+	if head, _ := h.Head(ctx); head.Sequence != 10 {
+		t.Fatalf("refused append moved the head to %d", head.Sequence)
+	}
+	mustAppend(t, h, records("b", 10, 1)) // small ones still fit
+}

@@ -1,0 +1,136 @@
+package historytest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/parley-dev/parley/pkg/history"
+)
+
+// testConcurrentGoroutines: two stores (as two processes would) with eight
+// goroutines each append at once; sequences stay gap-free and unique.
+func testConcurrentGoroutines(t *testing.T, hn Harness) {
+	name := conversationName(t)
+	handles := []history.History{open(t, newStore(t, hn), name), open(t, newStore(t, hn), name)}
+	const perWorker, workers = 20, 8
+	var mu sync.Mutex
+	acks := map[string]uint64{}
+	var wg sync.WaitGroup
+	errs := make(chan error, len(handles)*workers)
+	for s, h := range handles {
+		for w := range workers {
+			wg.Go(func() {
+				for i := range perWorker {
+					id := fmt.Sprintf("g%d-%d-%d", s, w, i)
+					seqs, err := h.Append(context.Background(), []history.Record{{ID: id, Data: payload(id)}})
+					if err != nil {
+						errs <- err
+						return
+					}
+					mu.Lock()
+					acks[id] = seqs[0]
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("append: %v", err)
+	}
+	entries := readAll(t, handles[0], 0)
+	if want := len(handles) * workers * perWorker; len(entries) != want {
+		t.Fatalf("%d entries, want %d", len(entries), want)
+	}
+	checkLog(t, entries, acks)
+}
+
+// testConcurrentProcesses: three child processes and this one append to
+// the same history at once.
+func testConcurrentProcesses(t *testing.T, hn Harness) {
+	if hn.ChildEnv == nil {
+		t.Skip("this backend lives inside one process; the real backends run this test")
+	}
+	name := conversationName(t)
+	h := open(t, newStore(t, hn), name)
+	const perChild = 60
+	children := make([]*child, 3)
+	for i := range children {
+		children[i] = startChild(t, hn, name, fmt.Sprintf("p%d", i), perChild, 4, 0)
+	}
+	acks := map[string]uint64{}
+	for i := range 30 {
+		recs := records("parent", i, 1)
+		acks[recs[0].ID] = mustAppend(t, h, recs)[0]
+	}
+	for _, c := range children {
+		for id, seq := range c.wait(t, false) {
+			acks[id] = seq
+		}
+	}
+	if want := 3*perChild + 30; len(acks) != want {
+		t.Fatalf("%d acknowledgements, want %d", len(acks), want)
+	}
+	entries := readAll(t, h, 0)
+	if len(entries) != len(acks) {
+		t.Fatalf("%d entries stored, %d acknowledged", len(entries), len(acks))
+	}
+	checkLog(t, entries, acks)
+}
+
+// testKillAndReopen: a writer dies by SIGKILL after writing a tail object
+// and before moving the index. Nothing it acknowledged is lost or doubled,
+// the orphan is ignored by readers and writers and removed by Retain.
+func testKillAndReopen(t *testing.T, hn Harness) {
+	if hn.ChildEnv == nil {
+		t.Skip("this backend lives inside one process; the real backends run this test")
+	}
+	name := conversationName(t)
+	s := newStore(t, hn)
+	h := open(t, s, name)
+	const crashAt = 41 // past a seal (32 tail objects), so sealed and tail data both exist
+	c := startChild(t, hn, name, "k", 100, 1, crashAt)
+	acks := c.wait(t, true)
+	if len(acks) != crashAt-1 {
+		t.Fatalf("child acknowledged %d records before dying, want %d", len(acks), crashAt-1)
+	}
+	orphans := tailObjectsBeyond(t, s, name, h)
+	if len(orphans) == 0 {
+		t.Fatal("no orphan tail object found: the failpoint did not fire between segment and index")
+	}
+
+	// A new writer (this process) continues; the orphan's sequence is reused.
+	entries := readAll(t, h, 0)
+	if len(entries) != len(acks) {
+		t.Fatalf("%d entries after the crash, %d acknowledged", len(entries), len(acks))
+	}
+	checkLog(t, entries, acks)
+	// The record in flight when the child died was never acknowledged; a
+	// client would retry it, and it must be stored once.
+	inFlight := records("k", crashAt-1, 1)
+	seq := mustAppend(t, h, inFlight)[0]
+	if seq != uint64(crashAt) {
+		t.Fatalf("retried record got sequence %d, want %d", seq, crashAt)
+	}
+	acks[inFlight[0].ID] = seq
+	mustAppend(t, h, inFlight)
+	entries = readAll(t, h, 0)
+	checkLog(t, entries, acks)
+	if len(entries) != crashAt {
+		t.Fatalf("%d entries, want %d", len(entries), crashAt)
+	}
+
+	if err := h.Retain(context.Background(), history.Retention{}); err != nil {
+		t.Fatal(err)
+	}
+	raw := rawObjects(t, s, name)
+	for _, key := range orphans {
+		if _, _, err := raw.Get(context.Background(), key); err == nil {
+			t.Fatalf("orphan %s survived Retain", key)
+		}
+	}
+	checkLog(t, readAll(t, h, 0), acks)
+}

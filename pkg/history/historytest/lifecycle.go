@@ -1,0 +1,123 @@
+package historytest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/parley-dev/parley/pkg/history"
+)
+
+func testDelete(t *testing.T, hn Harness) {
+	ctx := context.Background()
+	name := conversationName(t)
+	s := newStore(t, hn)
+	h := open(t, s, name)
+	for i := range 40 {
+		mustAppend(t, h, records("d", i, 1))
+	}
+	if _, err := h.PutCheckpoint(ctx, []byte("snapshot")); err != nil {
+		t.Fatal(err)
+	}
+	other := newStore(t, hn)
+	if err := other.Delete(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	if keys := rawKeys(t, s, name); len(keys) != 0 {
+		t.Fatalf("objects left after delete: %v", keys)
+	}
+	if _, err := newStore(t, hn).Open(ctx, name, history.OpenOptions{}); !errors.Is(err, history.ErrNotFound) {
+		t.Fatalf("open after delete: %v, want ErrNotFound", err)
+	}
+	// A writer that still holds the history cannot resurrect it.
+	if _, err := h.Append(ctx, records("late", 0, 1)); !errors.Is(err, history.ErrNotFound) {
+		t.Fatalf("append after delete: %v, want ErrNotFound", err)
+	}
+	if err := other.Delete(ctx, name); err != nil {
+		t.Fatalf("deleting twice: %v", err)
+	}
+	// The name can be used again, from scratch.
+	h2 := open(t, newStore(t, hn), name)
+	if seqs := mustAppend(t, h2, records("d", 0, 1)); seqs[0] != 1 {
+		t.Fatalf("first append after re-create got %d", seqs[0])
+	}
+}
+
+func testRetention(t *testing.T, hn Harness) {
+	ctx := context.Background()
+	name := conversationName(t)
+	s := newStore(t, hn)
+	h := open(t, s, name)
+	var digests []history.Digest
+	for epoch := uint64(1); epoch <= 4; epoch++ {
+		for i := range 35 {
+			mustAppend(t, h, records("e", int(epoch)*100+i, 1))
+		}
+		d, err := h.PutCheckpoint(ctx, []byte{byte(epoch)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		digests = append(digests, d)
+		head, err := h.Head(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.NewEpoch(ctx, history.EpochRequest{Epoch: head.Epoch, Through: head.Sequence, Records: records("s", int(epoch), 1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, err := h.Usage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.Epochs != 5 || before.Checkpoints != 4 {
+		t.Fatalf("usage before retention %+v, want 5 epochs, 4 checkpoints", before)
+	}
+	keep := digests[3]
+	if err := h.Retain(ctx, history.Retention{KeepEpochs: 1, KeepCheckpoint: func(d history.Digest) bool { return d == keep }}); err != nil {
+		t.Fatal(err)
+	}
+	after, err := h.Usage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Epochs != 2 || after.Checkpoints != 1 || after.Objects >= before.Objects || after.StoredBytes >= before.StoredBytes {
+		t.Fatalf("usage after retention %+v (before %+v)", after, before)
+	}
+	for _, epoch := range []uint64{1, 2, 3} {
+		if _, err := h.Read(ctx, history.ReadOptions{Epoch: epoch}); !errors.Is(err, history.ErrNotFound) {
+			t.Fatalf("read of dropped epoch %d: %v, want ErrNotFound", epoch, err)
+		}
+	}
+	if old := readAll(t, h, 4); len(old) != 36 {
+		t.Fatalf("kept epoch 4 has %d entries, want 36", len(old))
+	}
+	if cur := readAll(t, h, 0); len(cur) != 1 || cur[0].ID != "s-4" {
+		t.Fatalf("current epoch %v, want the one summary", cur)
+	}
+	if _, err := h.GetCheckpoint(ctx, digests[0]); !errors.Is(err, history.ErrNotFound) {
+		t.Fatalf("pruned checkpoint: %v, want ErrNotFound", err)
+	}
+	if _, err := h.GetCheckpoint(ctx, keep); err != nil {
+		t.Fatalf("kept checkpoint: %v", err)
+	}
+}
+
+func testCanceled(t *testing.T, hn Harness) {
+	h := open(t, newStore(t, hn), conversationName(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := h.Read(ctx, history.ReadOptions{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("read with a canceled context: %v, want context.Canceled", err)
+	}
+	if _, err := h.Head(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("head with a canceled context: %v, want context.Canceled", err)
+	}
+	deadline, cancel2 := context.WithTimeout(context.Background(), time.Nanosecond)
+	defer cancel2()
+	<-deadline.Done()
+	if _, err := h.Append(deadline, records("x", 0, 1)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("append with an expired context: %v, want context.DeadlineExceeded", err)
+	}
+}

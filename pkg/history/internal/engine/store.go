@@ -1,0 +1,149 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/parley-dev/parley/pkg/history"
+)
+
+// Store implements history.Store over a Backend.
+type Store struct {
+	backend Backend
+	opts    Options
+
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	handles map[string]*log
+	closed  bool
+}
+
+var _ history.Store = (*Store)(nil)
+
+// New returns a store. Close it to stop its commit goroutines.
+func New(backend Backend, opts Options) *Store {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Store{backend: backend, opts: opts.withDefaults(), ctx: ctx, cancel: cancel, handles: map[string]*log{}}
+}
+
+// Open implements history.Store.
+func (s *Store) Open(ctx context.Context, name string, opts history.OpenOptions) (history.History, error) {
+	if name == "" {
+		return nil, errors.New("history: empty conversation name")
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, history.ErrClosed
+	}
+	if h, ok := s.handles[name]; ok {
+		s.mu.Unlock()
+		return h, nil
+	}
+	s.mu.Unlock()
+
+	objects, err := s.backend.Objects(name, opts.Owner)
+	if err != nil {
+		return nil, err
+	}
+	if err := ensureIndex(ctx, objects, opts.Create); err != nil {
+		return nil, fmt.Errorf("open history %q: %w", name, err)
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if h, ok := s.handles[name]; ok {
+		return h, nil
+	}
+	h := newLog(s, name, objects)
+	s.handles[name] = h
+	return h, nil
+}
+
+func ensureIndex(ctx context.Context, objects Objects, create bool) error {
+	_, _, err := objects.Get(ctx, indexKey)
+	if err == nil || !errors.Is(err, history.ErrNotFound) || !create {
+		return err
+	}
+	_, err = objects.Create(ctx, indexKey, newManifest().encode())
+	if errors.Is(err, history.ErrConflict) {
+		return nil // created concurrently
+	}
+	return err
+}
+
+// Delete implements history.Store. The index goes first, so writers of
+// other processes fail with ErrNotFound instead of committing into a
+// history that is being removed.
+func (s *Store) Delete(ctx context.Context, name string) error {
+	s.mu.Lock()
+	h := s.handles[name]
+	delete(s.handles, name)
+	s.mu.Unlock()
+	if h != nil {
+		h.markDeleted()
+	}
+	objects, err := s.backend.Objects(name, nil)
+	if err != nil {
+		return err
+	}
+	if err := objects.Delete(ctx, indexKey); err != nil {
+		return err
+	}
+	infos, err := objects.List(ctx, "")
+	if err != nil {
+		return err
+	}
+	for _, info := range infos {
+		if err := objects.Delete(ctx, info.Key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close implements history.Store.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	handles := s.handles
+	s.handles = map[string]*log{}
+	s.mu.Unlock()
+	s.cancel()
+	for _, h := range handles {
+		h.markDeleted()
+	}
+	return nil
+}
+
+// ObjectsOf gives tests raw access to a conversation's objects, to corrupt
+// them or look for leftovers. The conformance suite finds it by interface.
+func (s *Store) ObjectsOf(name string) (Objects, error) { return s.backend.Objects(name, nil) }
+
+// CheckpointKey is the object key of a checkpoint, for tests.
+func CheckpointKey(d history.Digest) string { return checkpointPrefix + d.Hex() }
+
+// IsTailKey and IsSealedKey classify object keys, for tests.
+func IsTailKey(key string) bool {
+	dk, ok := parseDataKey(key)
+	return ok && dk.tail
+}
+
+// IsSealedKey reports whether key names a sealed segment.
+func IsSealedKey(key string) bool {
+	dk, ok := parseDataKey(key)
+	return ok && !dk.tail
+}
+
+// TailFirst returns the first sequence of a tail object's key, for tests.
+func TailFirst(key string) (uint64, bool) {
+	dk, ok := parseDataKey(key)
+	return dk.first, ok && dk.tail
+}
+
+// Backend returns the backend the store was built on.
+func (s *Store) Backend() Backend { return s.backend }
