@@ -214,7 +214,7 @@ func (imp *claudeImporter) readLine(line []byte, fileAgent string) error {
 		}
 	}
 	m := Message{
-		ID:     l.UUID,
+		ID:     messageID(t, l.UUID, cm.ID, l.Type),
 		Role:   RoleUser,
 		Blocks: blocks,
 		Model:  cm.Model,
@@ -251,6 +251,18 @@ func (imp *claudeImporter) readLine(line []byte, fileAgent string) error {
 		}
 	}
 	return nil
+}
+
+// messageID is the API message id for an assistant message (the same id its streamed events
+// carry), else the line's uuid.
+func messageID(t *claudeThread, lineID, apiID, lineType string) string {
+	if lineType != "assistant" || apiID == "" {
+		return lineID
+	}
+	if _, used := t.byAPIID[apiID]; used {
+		return lineID
+	}
+	return apiID
 }
 
 func claudeFlags(l *claudeLine) Flags {
@@ -301,6 +313,9 @@ func (imp *claudeImporter) finish() (State, error) {
 			t.messages[i].Source.Raw = raw
 		}
 		NumberTurns(t.messages)
+		for i := range t.messages {
+			t.messages[i].Seq = int64(i + 1)
+		}
 		if key == "" {
 			s.Messages = t.messages
 			continue
@@ -308,13 +323,9 @@ func (imp *claudeImporter) finish() (State, error) {
 		sub := Subagent{AgentID: key, ToolUseID: imp.agentTool[key], Status: SubagentRunning, Messages: t.messages}
 		if sub.ToolUseID != "" {
 			sub.Status = SubagentCompleted
+			sub.Description = taskDescription(imp.threads[""], sub.ToolUseID)
 		}
 		s.Subagents = append(s.Subagents, sub)
-	}
-	seq := int64(0)
-	for i := range s.Messages {
-		seq++
-		s.Messages[i].Seq = seq
 	}
 	return s, nil
 }
@@ -400,4 +411,23 @@ func stripContent(line []byte) (jsontext.Value, error) {
 			return v, nil
 		})
 	})
+}
+
+// taskDescription is the description argument of the Task call that started a subagent.
+func taskDescription(t *claudeThread, toolUseID string) string {
+	if t == nil {
+		return ""
+	}
+	for i := range t.messages {
+		for _, b := range t.messages[i].Blocks {
+			if b.Type == BlockToolUse && b.ToolUseID == toolUseID {
+				var in struct {
+					Description string `json:"description"`
+				}
+				_ = json.Unmarshal(b.Input, &in, lenientJSON)
+				return in.Description
+			}
+		}
+	}
+	return ""
 }
