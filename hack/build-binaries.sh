@@ -104,7 +104,11 @@ build_kwok() {
   CGO_ENABLED=0 go build -ldflags "-s -w" -o "$out/kwok.tmp" sigs.k8s.io/kwok/cmd/kwok
   local dir
   dir=$(go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
-  cp "$dir"/kustomize/stage/node/fast/*.yaml "$dir"/kustomize/stage/pod/fast/*.yaml "$out/stages/"
+  # The stage YAMLs, not the kustomization.yaml files (one per folder, same name: cp refuses).
+  local f
+  for f in "$dir"/kustomize/stage/node/fast/*.yaml "$dir"/kustomize/stage/pod/fast/*.yaml; do
+    [ "$(basename "$f")" = kustomization.yaml ] || cp -f "$f" "$out/stages/"
+  done
   chmod u+w "$out"/stages/*.yaml
   mv "$out/kwok.tmp" "$out/kwok"
 }
