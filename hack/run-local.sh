@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# make run-local: Parley on a real local cluster, from nothing, in one command.
+#
+#  1. hack/local-cluster up: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and a
+#     real node (kubelet + containerd); falls back to the control plane alone if the node fails
+#  2. the CRDs from config/crd/bases
+#  3. the manager, built from ./cmd/manager and run as a host process against the cluster
+#     (log: <cluster dir>/logs/manager.log; `make cluster-down` stops it with the cluster)
+#  4. the samples from config/samples
+#  5. a sample agent pod from the test-agent image (hack/images.sh), owned by the first sample
+#     Conversation, Running on the real node
+# and prints what it did, how to explore and how to stop.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+lc=$root/hack/local-cluster
+AGENT_IMAGE=localhost/parley-test-agent:${IMAGE_TAG:-dev}
+
+step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+warn() { printf '\033[33mWARNING: %s\033[0m\n' "$*"; }
+
+if [ "$(id -u)" != 0 ]; then
+  echo "make run-local starts containerd and a kubelet: run it as root" >&2
+  exit 1
+fi
+
+step "Local cluster (hack/local-cluster up)"
+with_node=1
+if ! "$lc" up; then
+  warn "the real node (kubelet + containerd) did not come up; see $("$lc" logs)/kubelet.log and containerd.log."
+  warn "continuing on the CONTROL PLANE ALONE: Conversations are reconciled, but no pod can run."
+  with_node=0
+  PARLEY_CLUSTER_NODE=0 "$lc" up
+fi
+KUBECONFIG=$("$lc" kubeconfig)
+export KUBECONFIG
+logs=$("$lc" logs)
+
+step "CRDs (config/crd/bases)"
+crds=(config/crd/bases/*.yaml)
+if [ -e "${crds[0]}" ]; then
+  kubectl apply -f config/crd/bases
+  kubectl wait --for condition=Established -f config/crd/bases --timeout 60s >/dev/null
+else
+  warn "no CRDs in config/crd/bases yet"
+fi
+
+step "Manager (go build ./cmd/manager, run as a host process)"
+manager_running=0
+if go build -o bin/manager ./cmd/manager; then
+  help=$(bin/manager --help 2>&1 || true)
+  args=()
+  # Bind whatever the manager listens on to loopback when it offers the flags.
+  [[ $help != *metrics-bind-address* ]] || args+=(--metrics-bind-address=127.0.0.1:8080)
+  [[ $help != *health-probe-bind-address* ]] || args+=(--health-probe-bind-address=127.0.0.1:8081)
+  "$lc" stop manager
+  "$lc" start manager "$root/bin/manager" "${args[@]}"
+  manager_running=1
+  if [[ $help == *health-probe-bind-address* ]]; then
+    for _ in $(seq 1 150); do
+      curl -sf http://127.0.0.1:8081/readyz >/dev/null && break
+      sleep 0.2
+    done
+    curl -sf http://127.0.0.1:8081/readyz >/dev/null || warn "the manager is not ready yet; see $logs/manager.log"
+  fi
+else
+  warn "./cmd/manager does not build: no manager is running"
+fi
+
+step "Samples (config/samples)"
+samples=(config/samples/*.yaml)
+if [ -e "${samples[0]}" ]; then
+  kubectl apply -f config/samples
+else
+  warn "no samples in config/samples yet"
+fi
+
+step "Sample agent pod (image $AGENT_IMAGE)"
+conv=$(kubectl get conversations.parley.dev -o jsonpath='{.items[0].metadata.name}' 2>/dev/null || true)
+if [ "$with_node" = 1 ]; then
+  hack/images.sh agent
+  owner=""
+  if [ -n "$conv" ]; then
+    uid=$(kubectl get conversations.parley.dev "$conv" -o jsonpath='{.metadata.uid}')
+    owner="  ownerReferences:
+  - {apiVersion: parley.dev/v1alpha1, kind: Conversation, name: $conv, uid: $uid}"
+  fi
+  kubectl delete pod sample-agent --ignore-not-found --wait=true >/dev/null
+  kubectl apply -f - <<EOF
+apiVersion: v1
+kind: Pod
+metadata:
+  name: sample-agent
+  labels: {app.kubernetes.io/name: parley-test-agent, parley.dev/conversation: "${conv}"}
+${owner}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 5
+  containers:
+  - name: agent
+    image: ${AGENT_IMAGE}
+    imagePullPolicy: Never
+    args: [serve]
+    env:
+    - {name: PARLEY_CONVERSATION, value: "${conv}"}
+    - name: PARLEY_NAMESPACE
+      valueFrom: {fieldRef: {fieldPath: metadata.namespace}}
+EOF
+  kubectl wait --for condition=Ready pod/sample-agent --timeout 120s
+else
+  warn "no node: the sample agent pod is skipped"
+fi
+
+step "kubectl get conv,ckpt"
+kubectl get conv,ckpt 2>/dev/null || warn "the Conversation and Checkpoint CRDs are not installed"
+step "kubectl get pods -o wide"
+kubectl get pods -o wide
+
+cat <<EOF
+
+Parley is running on a local cluster$([ "$with_node" = 1 ] || echo " (CONTROL PLANE ONLY: the real node failed, pods cannot run)").
+  manager:     $([ "$manager_running" = 1 ] && echo "host process, log $logs/manager.log" || echo "NOT running (./cmd/manager did not build)")
+  logs:        $logs/ (one file per component)
+
+Explore:
+  export KUBECONFIG=$KUBECONFIG
+  kubectl get conv,ckpt,pods
+  kubectl describe conv ${conv:-NAME}
+  kubectl logs sample-agent
+  hack/local-cluster status
+
+Stop everything (cluster, node, manager): make cluster-down
+EOF
