@@ -1,0 +1,93 @@
+package conversation
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/go-json-experiment/json"
+)
+
+func TestFindResumable(t *testing.T) {
+	old := &ClaudeAgentSDKState{SessionID: "old"}
+	empty := &ClaudeAgentSDKState{}
+	other := &GenericAdapterState{AdapterType: AdapterOpenAI, SessionID: "o", CanResume: true}
+	states := []AdapterState{old, other, empty, nil}
+	got, ok := FindResumable(states, AdapterClaudeAgentSDK)
+	if !ok || got != old {
+		t.Errorf("got %v %v, want the latest resumable Claude state", got, ok)
+	}
+	if _, ok := FindResumable(states, "langgraph"); ok {
+		t.Error("found a state of a type never reported")
+	}
+	if got, _ := FindResumable(states, AdapterOpenAI); got != other {
+		t.Errorf("generic: got %v", got)
+	}
+}
+
+func TestValidateResume(t *testing.T) {
+	claude := &ClaudeAgentSDKState{SessionID: "s1"}
+	generic := &GenericAdapterState{AdapterType: "langgraph", SessionID: "g1", CanResume: true}
+	notResumable := &GenericAdapterState{AdapterType: "langgraph", SessionID: "g2"}
+	cases := []struct {
+		name     string
+		mode     ResumeValidation
+		states   []AdapterState
+		want     ResumeExpectation
+		state    AdapterState
+		warnings int
+		err      bool
+	}{
+		{"strict match", ResumeStrict, []AdapterState{claude}, ResumeExpectation{AdapterClaudeAgentSDK, "s1"}, claude, 0, false},
+		{"strict any session", ResumeStrict, []AdapterState{claude}, ResumeExpectation{AdapterClaudeAgentSDK, ""}, claude, 0, false},
+		{"strict wrong session", ResumeStrict, []AdapterState{claude}, ResumeExpectation{AdapterClaudeAgentSDK, "s2"}, nil, 0, true},
+		{"strict wrong type", ResumeStrict, []AdapterState{generic}, ResumeExpectation{AdapterClaudeAgentSDK, ""}, nil, 0, true},
+		{"strict not resumable", ResumeStrict, []AdapterState{notResumable}, ResumeExpectation{"langgraph", ""}, nil, 0, true},
+		{"relaxed wrong session warns", ResumeRelaxed, []AdapterState{claude}, ResumeExpectation{AdapterClaudeAgentSDK, "s2"}, claude, 1, false},
+		{"relaxed wrong type warns", ResumeRelaxed, []AdapterState{generic}, ResumeExpectation{AdapterClaudeAgentSDK, "s1"}, generic, 2, false},
+		{"relaxed nothing resumable", ResumeRelaxed, []AdapterState{notResumable}, ResumeExpectation{"langgraph", ""}, nil, 0, true},
+		{"none fresh start", ResumeNone, nil, ResumeExpectation{AdapterClaudeAgentSDK, "s1"}, nil, 0, false},
+		{"none picks", ResumeNone, []AdapterState{claude}, ResumeExpectation{AdapterClaudeAgentSDK, "zzz"}, claude, 0, false},
+		{"unknown mode", "Sometimes", []AdapterState{claude}, ResumeExpectation{AdapterClaudeAgentSDK, ""}, nil, 0, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ValidateResume(tc.mode, tc.states, tc.want)
+			if (err != nil) != tc.err {
+				t.Fatalf("err = %v", err)
+			}
+			if err != nil && tc.mode != "Sometimes" && !errors.Is(err, ErrResumeMismatch) {
+				t.Errorf("err %v is not ErrResumeMismatch", err)
+			}
+			if got.State != tc.state || len(got.Warnings) != tc.warnings {
+				t.Errorf("got %+v", got)
+			}
+		})
+	}
+}
+
+func TestAdapterStatesJSON(t *testing.T) {
+	in := AdapterStates{
+		&ClaudeAgentSDKState{SessionID: "s", WorkspacePath: "/w", PromptName: "p", MessageCount: 3, IsComplete: true},
+		&GenericAdapterState{AdapterType: "langgraph", SessionID: "t", CanResume: true, Data: []byte(`{"k":1}`)},
+	}
+	data, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out AdapterStates
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 2 || *out[0].(*ClaudeAgentSDKState) != *in[0].(*ClaudeAgentSDKState) || out[1].Session() != "t" || !out[1].Resumable() {
+		t.Errorf("round trip: %s", data)
+	}
+	for _, bad := range []string{`[{"type":"","state":{}}]`, `[{"type":"x","state":{"adapterType":"y"}}]`, `[{"type":"claude-agent-sdk","state":[]}]`, `[{"type":"x","state":7}]`, `{}`} {
+		var out AdapterStates
+		if err := json.Unmarshal([]byte(bad), &out); err == nil {
+			t.Errorf("%s decoded", bad)
+		}
+	}
+	if _, err := json.Marshal(AdapterStates{nil}); err == nil {
+		t.Error("a nil adapter state encoded")
+	}
+}
