@@ -1,0 +1,145 @@
+// Command manager runs Parley's controllers.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+	"github.com/parley-dev/parley/internal/controller"
+)
+
+var scheme = runtime.NewScheme()
+
+func init() {
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(parleyv1alpha1.AddToScheme(scheme))
+}
+
+// options are the manager's command-line flags.
+type options struct {
+	metricsAddr          string
+	secureMetrics        bool
+	probeAddr            string
+	enableLeaderElection bool
+	leaderElectionNS     string
+	watchNamespaces      string
+	enableHTTP2          bool
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443",
+		"Address the metrics endpoint binds to, e.g. :8443 (HTTPS) or :8080 with --metrics-secure=false. 0 disables it.")
+	flag.BoolVar(&o.secureMetrics, "metrics-secure", true,
+		"Serve metrics over HTTPS with authentication and authorisation by the apiserver.")
+	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address the health and readiness probes bind to.")
+	flag.BoolVar(&o.enableLeaderElection, "leader-elect", true,
+		"Elect a leader so that only one of several replicas reconciles at a time.")
+	flag.StringVar(&o.leaderElectionNS, "leader-election-namespace", "",
+		"Namespace of the leader-election lease; defaults to the manager's own namespace.")
+	flag.StringVar(&o.watchNamespaces, "watch-namespaces", "",
+		"Comma-separated namespaces to watch; empty watches all namespaces.")
+	flag.BoolVar(&o.enableHTTP2, "enable-http2", false,
+		"Serve metrics over HTTP/2 (off by default: CVE-2023-44487 and CVE-2023-39325).")
+	zapOpts := zap.Options{Development: false}
+	zapOpts.BindFlags(flag.CommandLine) // --zap-log-level, --zap-encoder (json|console), ...
+	flag.Parse()
+
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	if err := run(ctrl.SetupSignalHandler(), o); err != nil {
+		ctrl.Log.WithName("setup").Error(err, "manager exited")
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options) error {
+	log := ctrl.Log.WithName("setup")
+
+	var tlsOpts []func(*tls.Config)
+	if !o.enableHTTP2 {
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	metricsOpts := metricsserver.Options{
+		BindAddress:   o.metricsAddr,
+		SecureServing: o.secureMetrics,
+		TLSOpts:       tlsOpts,
+	}
+	if o.secureMetrics {
+		metricsOpts.FilterProvider = authnAuthzFilter
+	}
+
+	cacheOpts := cache.Options{}
+	if ns := splitNamespaces(o.watchNamespaces); len(ns) > 0 {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+		for _, n := range ns {
+			cacheOpts.DefaultNamespaces[n] = cache.Config{}
+		}
+		log.Info("watching namespaces", "namespaces", ns)
+	}
+
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsOpts,
+		HealthProbeBindAddress:  o.probeAddr,
+		LeaderElection:          o.enableLeaderElection,
+		LeaderElectionID:        "manager.parley.dev",
+		LeaderElectionNamespace: o.leaderElectionNS,
+		// Safe because the process exits right after the manager stops.
+		LeaderElectionReleaseOnCancel: true,
+		Cache:                         cacheOpts,
+	})
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+
+	if err := (&controller.ConversationReconciler{
+		Client:   mgr.GetClient(),
+		Scheme:   mgr.GetScheme(),
+		Recorder: mgr.GetEventRecorder("parley-conversation"),
+		Clock:    clock.RealClock{},
+	}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the Conversation controller: %w", err)
+	}
+	if err := (&controller.CheckpointReconciler{
+		Client: mgr.GetClient(),
+		Scheme: mgr.GetScheme(),
+	}).SetupWithManager(ctx, mgr); err != nil {
+		return fmt.Errorf("setting up the Checkpoint controller: %w", err)
+	}
+
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding readiness check: %w", err)
+	}
+
+	log.Info("starting manager", "leaderElection", o.enableLeaderElection)
+	return mgr.Start(ctx)
+}
+
+// splitNamespaces parses the --watch-namespaces flag.
+func splitNamespaces(s string) []string {
+	var out []string
+	for _, n := range strings.Split(s, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
