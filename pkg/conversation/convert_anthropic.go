@@ -64,7 +64,7 @@ func ToAnthropic(s *State) (AnthropicConversation, error) {
 			}
 			role = r
 		}
-		pending = append(pending, m.Blocks...)
+		pending = append(pending, sendable(m.Blocks)...)
 	}
 	if err := flush(); err != nil {
 		return conv, err
@@ -126,6 +126,23 @@ func FromAnthropic(conv AnthropicConversation) (State, error) {
 func clearIDs(blocks []Block) []Block {
 	for i := range blocks {
 		blocks[i].ID = ""
+	}
+	return blocks
+}
+
+// sendable leaves out thinking blocks without a signature (from providers that do not sign
+// them): the Anthropic API refuses a thinking block it cannot verify.
+func sendable(blocks []Block) []Block {
+	for i := range blocks {
+		if blocks[i].Type == BlockThinking && blocks[i].Signature == "" {
+			out := make([]Block, 0, len(blocks)-1)
+			for _, b := range blocks {
+				if b.Type != BlockThinking || b.Signature != "" {
+					out = append(out, b)
+				}
+			}
+			return out
+		}
 	}
 	return blocks
 }

@@ -162,8 +162,11 @@ func lineGroups(m *Message) []claudeLineRecord {
 func (w *claudeWriter) message(m *Message) error {
 	next := 0
 	for k, rec := range lineGroups(m) {
-		blocks := m.Blocks[next : next+rec.Blocks]
+		blocks := sendable(m.Blocks[next : next+rec.Blocks])
 		next += rec.Blocks
+		if len(blocks) == 0 && rec.Blocks > 0 {
+			continue
+		}
 		id := lineUUID(m, blocks, k)
 		content, err := claudeContent(blocks, rec.StringContent)
 		if err != nil {
@@ -186,8 +189,11 @@ func (w *claudeWriter) message(m *Message) error {
 }
 
 func lineUUID(m *Message, blocks []Block, k int) string {
-	if len(blocks) > 0 && blocks[0].ID != "" && !strings.Contains(blocks[0].ID, "#") {
-		return blocks[0].ID
+	if len(blocks) > 0 && blocks[0].ID != "" {
+		if _, err := uuid.Parse(blocks[0].ID); err == nil {
+			return blocks[0].ID
+		}
+		return uuid.NewSHA1(uuid.NameSpaceURL, []byte("parley:"+blocks[0].ID)).String()
 	}
 	if k == 0 && m.ID != "" {
 		if _, err := uuid.Parse(m.ID); err == nil {

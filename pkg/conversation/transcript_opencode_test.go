@@ -1,0 +1,105 @@
+package conversation
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestImportOpenCode(t *testing.T) {
+	s, err := ImportOpenCode(readFixture(t, "opencode/main-opencode-transcript.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.SessionID != "ses_019b38d16719_9fwj8902kdq" || s.CWD == "" {
+		t.Errorf("session %q cwd %q", s.SessionID, s.CWD)
+	}
+	// 1 user + 6 assistant messages, 5 of which called a tool (one RoleTool message each).
+	if len(s.Messages) != 12 {
+		t.Fatalf("%d messages", len(s.Messages))
+	}
+	calls, results, errorsSeen := 0, 0, 0
+	for i, m := range s.Messages {
+		calls += len(m.ToolUseIDs())
+		results += len(m.ToolResultIDs())
+		for _, b := range m.Blocks {
+			if b.IsError {
+				errorsSeen++
+			}
+		}
+		if m.Role == RoleTool {
+			prev := s.Messages[i-1]
+			if prev.Role != RoleAssistant || prev.ToolUseIDs()[0] != m.ToolResultIDs()[0] {
+				t.Errorf("tool message %s does not follow its call", m.ID)
+			}
+		}
+	}
+	if calls != 5 || results != 5 || errorsSeen != 1 {
+		t.Errorf("calls %d results %d errors %d", calls, results, errorsSeen)
+	}
+	if len(s.Subagents) != 2 || s.Subagents[1].AgentID != "ses_4c72e3604ffefkLKmFGZXMq2KD" || s.Subagents[1].Description != "Write subagent test file" {
+		t.Errorf("subagents %+v", s.Subagents)
+	}
+	if u := s.Messages[1].Usage; u.Input != 14427 || u.Output != 180 || u.CacheRead != 73 {
+		t.Errorf("usage %+v", u)
+	}
+	if len(s.Messages[1].Source.Raw) == 0 {
+		t.Error("step parts not kept")
+	}
+	// It exports to a Claude transcript with the same messages.
+	files, err := ExportClaude(&s, ClaudeExportOptions{SessionID: "0b9d6f7e-1111-4222-8333-944445555666"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ImportClaudeJSONL(files[0].Content)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Messages) != len(s.Messages) {
+		t.Fatalf("%d messages after export, want %d", len(back.Messages), len(s.Messages))
+	}
+	for i := range s.Messages {
+		// Unsigned thinking (OpenCode's reasoning parts) cannot be sent to Anthropic: left out.
+		sent := s.Messages[i]
+		sent.Blocks = sendable(sent.Blocks)
+		want, got := digestMessages([]Message{sent})[0], digestMessages(back.Messages[i:i+1])[0]
+		if want.Role != got.Role || len(want.Blocks) != len(got.Blocks) {
+			t.Errorf("message %d: %+v, want %+v", i, got, want)
+			continue
+		}
+		for k := range want.Blocks {
+			if want.Blocks[k] != got.Blocks[k] {
+				t.Errorf("message %d block %d: %q, want %q", i, k, got.Blocks[k], want.Blocks[k])
+			}
+		}
+	}
+}
+
+func TestImportOpenCodeErrors(t *testing.T) {
+	for _, in := range []string{
+		`nope`,
+		`{"info":{"id":"s"},"messages":[{"info":{"id":"m","role":"robot"},"parts":[]}]}`,
+		`{"info":{"id":"s"},"messages":[{"info":{"role":"user"},"parts":[]}]}`,
+		`{"info":{"id":"s"},"messages":[{"info":{"id":"m","role":"user"},"parts":[7]}]}`,
+	} {
+		if _, err := ImportOpenCode([]byte(in)); !errors.Is(err, ErrTranscript) {
+			t.Errorf("%s: err = %v", in, err)
+		}
+	}
+}
+
+func FuzzImportOpenCode(f *testing.F) {
+	f.Add(readFixture(f, "opencode/main-opencode-transcript.json"))
+	f.Add([]byte(`{"info":{"id":"s"},"messages":[{"info":{"id":"m","role":"assistant"},"parts":[{"type":"tool","callID":"c","tool":"task","state":{"status":"running","input":{}}}]}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := ImportOpenCode(data)
+		if err != nil {
+			if !errors.Is(err, ErrTranscript) {
+				t.Fatalf("untyped error %v", err)
+			}
+			return
+		}
+		if _, err := ToAnthropic(&s); err != nil {
+			t.Fatalf("imported state does not render: %v", err)
+		}
+	})
+}
