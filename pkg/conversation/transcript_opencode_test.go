@@ -61,7 +61,7 @@ func TestImportOpenCode(t *testing.T) {
 		// Unsigned thinking (OpenCode's reasoning parts) cannot be sent to Anthropic: left out.
 		sent := s.Messages[i]
 		sent.Blocks = sendable(sent.Blocks)
-		want, got := digestMessages([]Message{sent})[0], digestMessages(back.Messages[i:i+1])[0]
+		want, got := digestMessages([]Message{sent})[0], digestMessages(back.Messages[i : i+1])[0]
 		if want.Role != got.Role || len(want.Blocks) != len(got.Blocks) {
 			t.Errorf("message %d: %+v, want %+v", i, got, want)
 			continue
