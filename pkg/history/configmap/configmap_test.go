@@ -1,0 +1,115 @@
+package configmap_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/parley-dev/parley/pkg/history"
+	"github.com/parley-dev/parley/pkg/history/configmap"
+	"github.com/parley-dev/parley/pkg/history/historytest"
+	"github.com/parley-dev/parley/pkg/history/internal/kubeenv"
+)
+
+var restConfig *rest.Config
+
+func TestMain(m *testing.M) {
+	historytest.RunChildIfRequested(func() (history.Store, error) {
+		cfg, err := kubeenv.FromEnv()
+		if err != nil {
+			return nil, err
+		}
+		return newStore(cfg, 0)
+	})
+	cfg, stop, err := kubeenv.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	restConfig = cfg
+	code := m.Run()
+	stop()
+	os.Exit(code)
+}
+
+func newStore(cfg *rest.Config, maxBytes int64) (history.Store, error) {
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return configmap.New(configmap.Config{Client: c, Namespace: "default", MaxBytes: maxBytes})
+}
+
+func mustStore(t *testing.T, maxBytes int64) history.Store {
+	t.Helper()
+	s, err := newStore(restConfig, maxBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	historytest.Run(t, historytest.Harness{
+		New: func(t *testing.T) history.Store { return mustStore(t, 64<<20) },
+		NewWithLimit: func(t *testing.T, maxBytes int64) history.Store {
+			return mustStore(t, maxBytes)
+		},
+		ChildEnv:     kubeenv.Env(restConfig),
+		LargeRecords: false,
+		TooLargeHint: "objectStore",
+	})
+}
+
+// TestLabelsAndOwner checks what garbage collection and kubectl rely on:
+// every ConfigMap of a history carries the labels and the owner reference,
+// and only the index is mutable.
+func TestLabelsAndOwner(t *testing.T) {
+	ctx := context.Background()
+	s := mustStore(t, 0)
+	defer func() { _ = s.Close() }()
+	owner := metav1.OwnerReference{APIVersion: "parley.dev/v1alpha1", Kind: "Conversation", Name: "owned", UID: "5b8c6a0e-0000-4000-8000-000000000001"}
+	h, err := s.Open(ctx, "owned", history.OpenOptions{Create: true, Owner: &owner})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40 {
+		if _, err := h.Append(ctx, []history.Record{{ID: fmt.Sprint(i), Data: []byte(`{"n":1}`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := h.PutCheckpoint(ctx, []byte{0xff, 0x00}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(restConfig, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list corev1.ConfigMapList
+	if err := c.List(ctx, &list, client.InNamespace("default"), client.MatchingLabels{configmap.LabelConversation: "owned"}); err != nil {
+		t.Fatal(err)
+	}
+	parts := map[string]int{}
+	for _, cm := range list.Items {
+		parts[cm.Labels[configmap.LabelPart]]++
+		if cm.Labels[configmap.LabelManagedBy] != "parley" {
+			t.Errorf("%s: managed-by label %q", cm.Name, cm.Labels[configmap.LabelManagedBy])
+		}
+		if len(cm.OwnerReferences) != 1 || cm.OwnerReferences[0].UID != owner.UID {
+			t.Errorf("%s: owner references %v", cm.Name, cm.OwnerReferences)
+		}
+		immutable := cm.Immutable != nil && *cm.Immutable
+		if isIndex := cm.Labels[configmap.LabelPart] == "index"; immutable == isIndex {
+			t.Errorf("%s: immutable=%v", cm.Name, immutable)
+		}
+	}
+	if parts["index"] != 1 || parts["segment"] == 0 || parts["tail"] == 0 || parts["checkpoint"] != 1 {
+		t.Fatalf("ConfigMaps by part: %v", parts)
+	}
+}
