@@ -40,7 +40,8 @@ logs=$("$lc" logs)
 step "CRDs (config/crd/bases)"
 crds=(config/crd/bases/*.yaml)
 if [ -e "${crds[0]}" ]; then
-  kubectl apply -f config/crd/bases
+  # Server-side: the Conversation CRD is too large for the last-applied annotation.
+  kubectl apply --server-side --force-conflicts -f config/crd/bases
   kubectl wait --for condition=Established -f config/crd/bases --timeout 60s >/dev/null
 else
   warn "no CRDs in config/crd/bases yet"
@@ -52,8 +53,10 @@ if go build -o bin/manager ./cmd/manager; then
   help=$(bin/manager --help 2>&1 || true)
   args=()
   # Bind whatever the manager listens on to loopback when it offers the flags.
-  [[ $help != *metrics-bind-address* ]] || args+=(--metrics-bind-address=127.0.0.1:8080)
+  [[ $help != *metrics-bind-address* ]] || args+=(--metrics-bind-address=127.0.0.1:8443)
   [[ $help != *health-probe-bind-address* ]] || args+=(--health-probe-bind-address=127.0.0.1:8081)
+  # Out of the cluster, leader election needs a namespace to hold its Lease.
+  [[ $help != *leader-election-namespace* ]] || args+=(--leader-election-namespace=kube-system)
   "$lc" stop manager
   "$lc" start manager "$root/bin/manager" "${args[@]}"
   manager_running=1
@@ -69,9 +72,8 @@ else
 fi
 
 step "Samples (config/samples)"
-samples=(config/samples/*.yaml)
-if [ -e "${samples[0]}" ]; then
-  kubectl apply -f config/samples
+if [ -e config/samples/kustomization.yaml ]; then
+  kubectl apply -k config/samples
 else
   warn "no samples in config/samples yet"
 fi
