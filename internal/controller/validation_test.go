@@ -1,0 +1,287 @@
+package controller
+
+import (
+	"fmt"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/yaml"
+)
+
+// createFromYAML creates the object a user would kubectl-apply, so invalid values that Go types
+// cannot even hold (a ttl of "banana") reach the apiserver as they would in real life.
+func createFromYAML(doc string) (*unstructured.Unstructured, error) {
+	obj := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
+		return nil, fmt.Errorf("test YAML does not parse: %w", err)
+	}
+	if obj.GetNamespace() == "" {
+		obj.SetNamespace("default")
+	}
+	if obj.GetName() == "" {
+		obj.SetGenerateName("v-")
+	}
+	return obj, k8sClient.Create(ctx, obj)
+}
+
+// conversation wraps a spec fragment (indented YAML under spec:) into a Conversation.
+func conversation(spec string) string {
+	return "apiVersion: parley.dev/v1alpha1\nkind: Conversation\nspec:\n" + indent(spec)
+}
+
+func checkpoint(spec string) string {
+	return "apiVersion: parley.dev/v1alpha1\nkind: Checkpoint\nspec:\n" + indent(spec)
+}
+
+func indent(s string) string {
+	lines := strings.Split(strings.Trim(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = "  " + l
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+const cmHistory = "history:\n  configMap: {}\n"
+
+var _ = Describe("Admission of Conversations and Checkpoints by the real apiserver", func() {
+	DescribeTable("rejects a malformed object with a message a person understands",
+		func(doc string, wantMessage string) {
+			_, err := createFromYAML(doc)
+			Expect(err).To(HaveOccurred(), "the apiserver admitted an invalid object")
+			Expect(err.Error()).To(ContainSubstring(wantMessage))
+		},
+		Entry("a Conversation without history",
+			conversation("lifetime:\n  ttl: 1h"), "spec.history: Required value"),
+		Entry("two history backends",
+			conversation(`history:
+  configMap: {}
+  objectStore:
+    endpoint: s3.example.com
+    bucket: parley
+    credentialsSecretRef: {name: s3}`), "history needs exactly one backend: configMap or objectStore"),
+		Entry("no history backend at all",
+			conversation("history: {}"), "history needs exactly one backend: configMap or objectStore"),
+		Entry("a sessionID that is not a UUID",
+			conversation(cmHistory+"sessionID: not-a-uuid"), "sessionID must be a UUID"),
+		Entry("a zero ttl",
+			conversation(cmHistory+"lifetime:\n  ttl: 0s"), "lifetime.ttl must be positive"),
+		Entry("a negative ttl",
+			conversation(cmHistory+"lifetime:\n  ttl: -5m"), "lifetime.ttl must be positive"),
+		Entry("a ttl that is not a duration",
+			conversation(cmHistory+"lifetime:\n  ttl: banana"), "spec.lifetime.ttl in body should match"),
+		Entry("a zero idle timeout",
+			conversation(cmHistory+"lifetime:\n  idleTimeout: 0s"), "lifetime.idleTimeout must be positive"),
+		Entry("a negative deleteAfter",
+			conversation(cmHistory+"lifetime:\n  deleteAfter: -1h"), "lifetime.deleteAfter must not be negative"),
+		Entry("an unknown expiration policy",
+			conversation(cmHistory+"lifetime:\n  expirationPolicy: Shred"), `Unsupported value: "Shred"`),
+		Entry("compactAtPercent 0",
+			conversation(cmHistory+"context:\n  compactAtPercent: 0"), "spec.context.compactAtPercent: Invalid value: 0: spec.context.compactAtPercent in body should be greater than or equal to 1"),
+		Entry("compactAtPercent above 100",
+			conversation(cmHistory+"context:\n  compactAtPercent: 101"), "should be less than or equal to 100"),
+		Entry("keepRecentMessages 0",
+			conversation(cmHistory+"context:\n  keepRecentMessages: 0"), "spec.context.keepRecentMessages in body should be greater than or equal to 1"),
+		Entry("maxTokens 0",
+			conversation(cmHistory+"context:\n  maxTokens: 0"), "spec.context.maxTokens in body should be greater than or equal to 1"),
+		Entry("an unknown compaction strategy",
+			conversation(cmHistory+"context:\n  strategy: Magic"), `Unsupported value: "Magic"`),
+		Entry("an unknown tokenizer",
+			conversation(cmHistory+"context:\n  tokenizer: gpt2"), `Unsupported value: "gpt2"`),
+		Entry("Summarize without a summarizer",
+			conversation(cmHistory+"context:\n  strategy: Summarize"), "context.strategy Summarize needs context.summarizer"),
+		Entry("a summarizer endpoint that is not http(s)",
+			conversation(cmHistory+`context:
+  strategy: Summarize
+  summarizer:
+    provider: openai
+    endpoint: ftp://models.example.com
+    model: gpt-4o-mini
+    credentialsSecretRef: {name: key}`), "summarizer.endpoint must be an http(s) URL"),
+		Entry("an objectStore without credentials",
+			conversation(`history:
+  objectStore:
+    endpoint: s3.example.com
+    bucket: parley`), "spec.history.objectStore.credentialsSecretRef: Required value"),
+		Entry("an objectStore without a bucket",
+			conversation(`history:
+  objectStore:
+    endpoint: s3.example.com
+    credentialsSecretRef: {name: s3}`), "spec.history.objectStore.bucket: Required value"),
+		Entry("a bucket name S3 would refuse",
+			conversation(`history:
+  objectStore:
+    endpoint: s3.example.com
+    bucket: My_Bucket
+    credentialsSecretRef: {name: s3}`), "spec.history.objectStore.bucket in body should match"),
+		Entry("a zero configMap maxBytes",
+			conversation("history:\n  configMap:\n    maxBytes: \"0\""), "maxBytes must be positive"),
+		Entry("a configMap maxBytes past what etcd should hold",
+			conversation("history:\n  configMap:\n    maxBytes: 1Gi"), "maxBytes must be at most 64Mi; use objectStore for larger histories"),
+		Entry("a system prompt given twice",
+			conversation(cmHistory+`systemPrompt:
+  text: hello
+  configMapKeyRef: {name: prompts, key: support}`), "systemPrompt needs exactly one of text or configMapKeyRef"),
+		Entry("a negative maxRestarts",
+			conversation(cmHistory+`agent:
+  maxRestarts: -1
+  template:
+    spec:
+      containers: [{name: agent, image: agent:1}]`), "spec.agent.maxRestarts in body should be greater than or equal to 0"),
+		Entry("a backoff whose initial delay exceeds its maximum",
+			conversation(cmHistory+`agent:
+  backoff: {initial: 10m, max: 1m}
+  template:
+    spec:
+      containers: [{name: agent, image: agent:1}]`), "backoff.initial must not exceed backoff.max"),
+		Entry("an unknown adapter",
+			conversation(cmHistory+`agent:
+  adapter: langchain-classic
+  template:
+    spec:
+      containers: [{name: agent, image: agent:1}]`), `Unsupported value: "langchain-classic"`),
+		Entry("an agent pod template without containers",
+			conversation(cmHistory+"agent:\n  template:\n    spec: {}"), "spec.agent.template.spec.containers: Required value"),
+		Entry("a relative resume mount path",
+			conversation(cmHistory+`agent:
+  resumeMountPath: var/run/parley
+  template:
+    spec:
+      containers: [{name: agent, image: agent:1}]`), "spec.agent.resumeMountPath in body should match"),
+		Entry("a checkpoint interval of zero",
+			conversation(cmHistory+"checkpoints:\n  interval: 0s"), "checkpoints.interval must be positive"),
+		Entry("keeping zero checkpoints",
+			conversation(cmHistory+"checkpoints:\n  keep: 0"), "spec.checkpoints.keep in body should be greater than or equal to 1"),
+		Entry("a forkFrom without a checkpoint name",
+			conversation(cmHistory+"forkFrom: {}"), "spec.forkFrom.checkpoint: Required value"),
+		Entry("a Checkpoint without a conversation",
+			checkpoint("reason: Manual"), "spec.conversationRef: Required value"),
+		Entry("a Checkpoint with an unknown reason",
+			checkpoint("conversationRef: {name: c}\nreason: Whim"), `Unsupported value: "Whim"`),
+		Entry("a Checkpoint of a negative turn",
+			checkpoint("conversationRef: {name: c}\nturn: -1"), "spec.turn in body should be greater than or equal to 0"),
+	)
+
+	It("admits a minimal Conversation and applies every default", func() {
+		obj, err := createFromYAML(conversation(cmHistory))
+		Expect(err).NotTo(HaveOccurred())
+		spec := obj.Object["spec"].(map[string]any)
+		Expect(spec).To(HaveKeyWithValue("lifetime", map[string]any{"ttl": "24h", "expirationPolicy": "Retain"}))
+		Expect(spec).To(HaveKeyWithValue("context", map[string]any{
+			"compactAtPercent": int64(80), "strategy": "SlidingWindow", "keepRecentMessages": int64(10), "tokenizer": "cl100k_base",
+		}))
+		Expect(spec).To(HaveKeyWithValue("history", map[string]any{"configMap": map[string]any{"maxBytes": "8Mi"}}))
+		Expect(spec).To(HaveKeyWithValue("suspend", false))
+	})
+
+	It("admits an agent and defaults its restart policy, backoff, mount path and adapter", func() {
+		obj, err := createFromYAML(conversation(cmHistory + `agent:
+  template:
+    spec:
+      containers: [{name: agent, image: agent:1}]`))
+		Expect(err).NotTo(HaveOccurred())
+		agent := obj.Object["spec"].(map[string]any)["agent"].(map[string]any)
+		Expect(agent).To(HaveKeyWithValue("maxRestarts", int64(5)))
+		Expect(agent).To(HaveKeyWithValue("backoff", map[string]any{"initial": "10s", "max": "5m"}))
+		Expect(agent).To(HaveKeyWithValue("resumeMountPath", "/var/run/parley"))
+		Expect(agent).To(HaveKeyWithValue("adapter", "generic"))
+	})
+
+	It("admits a Checkpoint and defaults its reason to Manual", func() {
+		obj, err := createFromYAML(checkpoint("conversationRef: {name: somewhere}"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(obj.Object["spec"]).To(HaveKeyWithValue("reason", "Manual"))
+	})
+
+	It("admits a fork and a pinned session id at creation", func() {
+		_, err := createFromYAML(conversation(cmHistory + `sessionID: 0B7E1A3C-5F2D-4C8E-9A41-6D2F0E8B7C15
+forkFrom: {checkpoint: before-refactor}`))
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	Describe("updates", func() {
+		// update applies mutate to a fresh copy of obj and sends it, returning the apiserver's answer.
+		// The controller writes status concurrently, so a conflict means "read again", as for a user.
+		update := func(obj *unstructured.Unstructured, mutate func(spec map[string]any)) error {
+			return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				fresh := &unstructured.Unstructured{}
+				fresh.SetGroupVersionKind(obj.GroupVersionKind())
+				Expect(k8sClient.Get(ctx, clientKey(obj), fresh)).To(Succeed())
+				mutate(fresh.Object["spec"].(map[string]any))
+				return k8sClient.Update(ctx, fresh)
+			})
+		}
+
+		It("refuses to change a pinned sessionID", func() {
+			obj, err := createFromYAML(conversation(cmHistory + "sessionID: 6f1c2b8e-3d4a-4e5f-9a7b-1c2d3e4f5a6b"))
+			Expect(err).NotTo(HaveOccurred())
+			err = update(obj, func(s map[string]any) { s["sessionID"] = "7f1c2b8e-3d4a-4e5f-9a7b-1c2d3e4f5a6b" })
+			Expect(err).To(MatchError(ContainSubstring("spec.sessionID is immutable once set")))
+		})
+
+		It("refuses to remove a pinned sessionID", func() {
+			obj, err := createFromYAML(conversation(cmHistory + "sessionID: 6f1c2b8e-3d4a-4e5f-9a7b-1c2d3e4f5a6b"))
+			Expect(err).NotTo(HaveOccurred())
+			err = update(obj, func(s map[string]any) { delete(s, "sessionID") })
+			Expect(err).To(MatchError(ContainSubstring("spec.sessionID is immutable once set")))
+		})
+
+		It("refuses a forkFrom added after creation", func() {
+			obj, err := createFromYAML(conversation(cmHistory))
+			Expect(err).NotTo(HaveOccurred())
+			err = update(obj, func(s map[string]any) { s["forkFrom"] = map[string]any{"checkpoint": "x"} })
+			Expect(err).To(MatchError(ContainSubstring("spec.forkFrom can only be set when the Conversation is created")))
+		})
+
+		It("refuses to point forkFrom at another checkpoint", func() {
+			obj, err := createFromYAML(conversation(cmHistory + "forkFrom: {checkpoint: a}"))
+			Expect(err).NotTo(HaveOccurred())
+			err = update(obj, func(s map[string]any) { s["forkFrom"] = map[string]any{"checkpoint": "b"} })
+			Expect(err).To(MatchError(ContainSubstring("spec.forkFrom can only be set when the Conversation is created")))
+		})
+
+		It("refuses to switch the history backend", func() {
+			obj, err := createFromYAML(conversation(cmHistory))
+			Expect(err).NotTo(HaveOccurred())
+			err = update(obj, func(s map[string]any) {
+				s["history"] = map[string]any{"objectStore": map[string]any{
+					"endpoint": "s3.example.com", "bucket": "parley", "credentialsSecretRef": map[string]any{"name": "s3"},
+				}}
+			})
+			Expect(err).To(MatchError(ContainSubstring("the history backend cannot be switched after creation")))
+		})
+
+		It("refuses to move an objectStore history to another bucket", func() {
+			obj, err := createFromYAML(conversation(`history:
+  objectStore:
+    endpoint: s3.example.com
+    bucket: parley
+    credentialsSecretRef: {name: s3}`))
+			Expect(err).NotTo(HaveOccurred())
+			err = update(obj, func(s map[string]any) {
+				s["history"].(map[string]any)["objectStore"].(map[string]any)["bucket"] = "elsewhere"
+			})
+			Expect(err).To(MatchError(ContainSubstring("objectStore endpoint, bucket and prefix are immutable")))
+		})
+
+		It("allows raising the ttl and the configMap budget", func() {
+			obj, err := createFromYAML(conversation(cmHistory))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(update(obj, func(s map[string]any) {
+				s["lifetime"].(map[string]any)["ttl"] = "48h"
+				s["history"].(map[string]any)["configMap"].(map[string]any)["maxBytes"] = "16Mi"
+			})).To(Succeed())
+		})
+
+		It("refuses any edit of a Checkpoint spec", func() {
+			obj, err := createFromYAML(checkpoint("conversationRef: {name: c}"))
+			Expect(err).NotTo(HaveOccurred())
+			err = update(obj, func(s map[string]any) { s["reason"] = "Crash" })
+			Expect(err).To(MatchError(ContainSubstring("Checkpoint spec is immutable; create a new Checkpoint instead")))
+			err = update(obj, func(s map[string]any) { s["turn"] = int64(3) })
+			Expect(err).To(MatchError(ContainSubstring("Checkpoint spec is immutable")))
+		})
+	})
+})
