@@ -11,7 +11,7 @@ import (
 // byteTokens counts one token per byte, so that expectations can be worked out by hand.
 type byteTokens struct{}
 
-func (byteTokens) Name() string             { return "bytes" }
+func (byteTokens) Name() string              { return "bytes" }
 func (byteTokens) CountText(text string) int { return len(text) }
 
 func byteCounter() tokens.Counter { return tokens.NewMessageCounter(byteTokens{}) }
@@ -37,7 +37,9 @@ func (c *conv) add(role conversation.Role, blocks ...conversation.Block) *conv {
 
 func (c *conv) user(text string) *conv { return c.add(conversation.RoleUser, textBlock(text)) }
 
-func (c *conv) assistant(text string) *conv { return c.add(conversation.RoleAssistant, textBlock(text)) }
+func (c *conv) assistant(text string) *conv {
+	return c.add(conversation.RoleAssistant, textBlock(text))
+}
 
 // call adds an assistant message calling a tool for every id.
 func (c *conv) call(ids ...string) *conv {
@@ -82,6 +84,9 @@ func cloneState(s *conversation.State) *conversation.State {
 	if s.System != nil {
 		sys := cloneMessage(*s.System)
 		out.System = &sys
+	}
+	if s.Messages == nil {
+		return &out
 	}
 	out.Messages = make([]conversation.Message, len(s.Messages))
 	for i := range s.Messages {

@@ -10,13 +10,13 @@ func TestDue(t *testing.T) {
 		{799, 1000, 80, false},
 		{800, 1000, 80, true},
 		{1200, 1000, 80, true},
-		{0, 0, 80, false},             // no window known
-		{500, -1, 80, false},          // no window known
-		{800, 1000, 0, true},          // default 80 %
-		{799, 1000, 0, false},         // default 80 %
-		{999, 1000, 100, false},       // compact only when full
-		{1000, 1000, 100, true},       //
-		{800, 1000, 150, true},        // out of range: default 80 %
+		{0, 0, 80, false},                        // no window known
+		{500, -1, 80, false},                     // no window known
+		{800, 1000, 0, true},                     // default 80 %
+		{799, 1000, 0, false},                    // default 80 %
+		{999, 1000, 100, false},                  // compact only when full
+		{1000, 1000, 100, true},                  //
+		{800, 1000, 150, true},                   // out of range: default 80 %
 		{2_000_000_000, 2_100_000_000, 90, true}, // no overflow
 	}
 	for _, tc := range cases {

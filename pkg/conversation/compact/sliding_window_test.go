@@ -52,6 +52,14 @@ func TestSlidingWindow(t *testing.T) {
 			wantKept:    []string{"m5"},
 		},
 		{
+			name: "a message between a call and its result does not open a window",
+			build: func() *conv {
+				return newConv().user(long).call("t1").user("interjection").result(long, "t1").assistant("done")
+			},
+			budgetKeeps: []int{2, 3, 4}, // the budget would start on the interjection
+			wantKept:    []string{"m5"},
+		},
+		{
 			name: "keeps the last KeepRecentMessages even over budget",
 			build: func() *conv {
 				return newConv().user(long).assistant(long).user(long).assistant(long)
