@@ -11,6 +11,7 @@ import (
 
 // Run runs the whole conformance suite.
 func Run(t *testing.T, h Harness) {
+	t.Run("ObjectPrimitives", func(t *testing.T) { testObjectPrimitives(t, h) })
 	t.Run("Ordering", func(t *testing.T) { testOrdering(t, h) })
 	t.Run("Paging", func(t *testing.T) { testPaging(t, h) })
 	t.Run("IdempotentRetries", func(t *testing.T) { testIdempotent(t, h) })

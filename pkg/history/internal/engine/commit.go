@@ -219,7 +219,7 @@ func (h *log) plan(batch []*request) plan {
 // tail when it is due, and moves the index by compare-and-swap. It returns
 // the tail objects that a successful seal made redundant.
 func (h *log) tryCommit(ctx context.Context, p plan) ([]string, error) {
-	next := h.m
+	next := h.m.successor()
 	next.Tail = append([]tailRef(nil), h.m.Tail...)
 	var sealedTail []string
 	if h.sealDue(len(p.fresh)) {

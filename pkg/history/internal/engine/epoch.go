@@ -67,7 +67,7 @@ func (h *log) tryNewEpoch(ctx context.Context, req history.EpochRequest) (histor
 		return history.Head{}, retryOnVanished(err)
 	}
 
-	next := manifest{Format: manifestFormat, Epoch: m.Epoch + 1, Tag: newEpochTag(m.Epoch + 1)}
+	next := manifest{Format: manifestFormat, Generation: m.Generation + 1, Epoch: m.Epoch + 1, Tag: newEpochTag(m.Epoch + 1)}
 	next.Old = append(append([]epochRef(nil), m.Old...), epochRef{Epoch: m.Epoch, Tag: m.Tag, LastSeq: m.LastSeq, Bytes: m.Bytes})
 	entries := make([]history.Entry, 0, len(req.Records)+len(carried))
 	seen := map[string]bool{}

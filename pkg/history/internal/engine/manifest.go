@@ -11,9 +11,13 @@ import (
 // the seal policy and the list of older epochs by retention; sealed segments
 // are found by listing their key prefix, not listed here.
 type manifest struct {
-	Format int    `json:"format"`
-	Epoch  uint64 `json:"epoch"`
-	Tag    string `json:"tag"`
+	Format int `json:"format"`
+	// Generation grows with every replace, so no two versions of the index
+	// have the same bytes: S3 ETags are content hashes, and If-Match on a
+	// repeated content would accept a stale writer.
+	Generation uint64 `json:"generation"`
+	Epoch      uint64 `json:"epoch"`
+	Tag        string `json:"tag"`
 	// LastSeq is the last committed sequence of the current epoch.
 	LastSeq uint64 `json:"lastSeq"`
 	// Bytes sums the payload bytes of the current epoch.
@@ -46,6 +50,12 @@ func newManifest() manifest {
 func (m manifest) encode() []byte {
 	b, _ := json.Marshal(m)
 	return b
+}
+
+// successor is the index to write over m.
+func (m manifest) successor() manifest {
+	m.Generation++
+	return m
 }
 
 func decodeManifest(data []byte) (manifest, error) {

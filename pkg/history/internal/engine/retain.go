@@ -44,6 +44,7 @@ func (h *log) trimEpochs(ctx context.Context, keep int) (manifest, error) {
 		if err != nil || len(m.Old) <= keep {
 			return m, err
 		}
+		m = m.successor()
 		m.Old = append([]epochRef(nil), m.Old[len(m.Old)-keep:]...)
 		_, err = h.objects.Replace(ctx, indexKey, m.encode(), ver)
 		if err == nil {

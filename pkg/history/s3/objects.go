@@ -1,0 +1,123 @@
+package s3
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/minio/minio-go/v7"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/parley-dev/parley/pkg/history"
+	"github.com/parley-dev/parley/pkg/history/internal/engine"
+)
+
+type backend struct {
+	client *minio.Client
+	bucket string
+	prefix string
+}
+
+// Objects ignores the owner: objects outside the cluster are removed by the
+// controller's finalizer through Store.Delete.
+func (b *backend) Objects(name string, _ *metav1.OwnerReference) (engine.Objects, error) {
+	if name == "" || strings.ContainsAny(name, "/\\") || name == "." || name == ".." {
+		return nil, fmt.Errorf("s3 history: conversation name %q cannot be a key segment", name)
+	}
+	base := name + "/"
+	if p := strings.Trim(b.prefix, "/"); p != "" {
+		base = p + "/" + base
+	}
+	return &objects{backend: b, base: base}, nil
+}
+
+type objects struct {
+	*backend
+	base string // "<prefix>/<conversation>/"
+}
+
+func (o *objects) Get(ctx context.Context, key string) ([]byte, string, error) {
+	obj, err := o.client.GetObject(ctx, o.bucket, o.base+key, minio.GetObjectOptions{})
+	if err != nil {
+		return nil, "", mapError(key, err)
+	}
+	defer func() { _ = obj.Close() }()
+	data, err := io.ReadAll(obj)
+	if err != nil {
+		return nil, "", mapError(key, err)
+	}
+	info, err := obj.Stat()
+	if err != nil {
+		return nil, "", mapError(key, err)
+	}
+	return data, info.ETag, nil
+}
+
+func (o *objects) put(ctx context.Context, key string, data []byte, opts minio.PutObjectOptions) (string, error) {
+	opts.DisableMultipart = true
+	opts.ContentType = "application/x-ndjson"
+	info, err := o.client.PutObject(ctx, o.bucket, o.base+key, bytes.NewReader(data), int64(len(data)), opts)
+	if err != nil {
+		return "", mapError(key, err)
+	}
+	return info.ETag, nil
+}
+
+func (o *objects) Create(ctx context.Context, key string, data []byte) (string, error) {
+	var opts minio.PutObjectOptions
+	opts.SetMatchETagExcept("*")
+	return o.put(ctx, key, data, opts)
+}
+
+func (o *objects) Replace(ctx context.Context, key string, data []byte, version string) (string, error) {
+	var opts minio.PutObjectOptions
+	opts.SetMatchETag(version)
+	return o.put(ctx, key, data, opts)
+}
+
+func (o *objects) Delete(ctx context.Context, key string) error {
+	err := o.client.RemoveObject(ctx, o.bucket, o.base+key, minio.RemoveObjectOptions{})
+	if err != nil && !errors.Is(mapError(key, err), history.ErrNotFound) {
+		return mapError(key, err)
+	}
+	return nil
+}
+
+func (o *objects) List(ctx context.Context, prefix string) ([]engine.ObjectInfo, error) {
+	var out []engine.ObjectInfo
+	for obj := range o.client.ListObjects(ctx, o.bucket, minio.ListObjectsOptions{Prefix: o.base + prefix, Recursive: true}) {
+		if obj.Err != nil {
+			return nil, mapError("list", obj.Err)
+		}
+		out = append(out, engine.ObjectInfo{Key: strings.TrimPrefix(obj.Key, o.base), Size: obj.Size})
+	}
+	return out, nil
+}
+
+// mapError turns S3 errors into the history package's typed errors.
+func mapError(key string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	resp := minio.ToErrorResponse(err)
+	var netErr net.Error
+	switch {
+	case resp.StatusCode == http.StatusNotFound || resp.Code == "NoSuchKey":
+		return fmt.Errorf("s3 %s: %w", key, history.ErrNotFound)
+	case resp.StatusCode == http.StatusPreconditionFailed || resp.Code == "PreconditionFailed",
+		resp.StatusCode == http.StatusConflict: // ConditionalRequestConflict
+		return fmt.Errorf("s3 %s: %w: %s", key, history.ErrConflict, resp.Code)
+	case resp.Code == "EntityTooLarge":
+		return fmt.Errorf("s3 %s: %w: %v", key, history.ErrTooLarge, err)
+	case resp.StatusCode >= 500, resp.StatusCode == http.StatusTooManyRequests, errors.As(err, &netErr),
+		errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("s3 %s: %w: %v", key, history.ErrUnavailable, err)
+	default:
+		return fmt.Errorf("s3 %s: %w", key, err)
+	}
+}
