@@ -167,7 +167,7 @@ func (g *generator) conversation() (*conversation.State, Policy) {
 	header := g.next()
 	keepRecent := g.next() % 6
 	budgetShare := g.next()
-	var counter tokens.Counter = byteCounter()
+	counter := byteCounter()
 	if header&2 != 0 {
 		counter, _ = tokens.New(tokens.Approximate)
 	}
@@ -230,7 +230,8 @@ func (g *generator) step() {
 func (g *generator) toolExchange() {
 	n := 1 + g.next()%3
 	callIDs := make([]string, n)
-	blocks := []conversation.Block{textBlock("let me check")}
+	blocks := make([]conversation.Block, 0, 1+n)
+	blocks = append(blocks, textBlock("let me check"))
 	for i := range callIDs {
 		g.calls++
 		callIDs[i] = fmt.Sprintf("c%d", g.calls)

@@ -43,7 +43,8 @@ func (c *conv) assistant(text string) *conv {
 
 // call adds an assistant message calling a tool for every id.
 func (c *conv) call(ids ...string) *conv {
-	blocks := []conversation.Block{textBlock("calling tools")}
+	blocks := make([]conversation.Block, 0, 1+len(ids))
+	blocks = append(blocks, textBlock("calling tools"))
 	for _, id := range ids {
 		blocks = append(blocks, conversation.Block{Type: conversation.BlockToolUse, ToolUseID: id, ToolName: "read", Input: []byte(`{"path":"/etc/hosts"}`)})
 	}

@@ -10,7 +10,7 @@ import (
 // Summarizer writes the summary that stands in for folded history.
 type Summarizer interface {
 	// Summarize returns a summary of req.Messages (plain text, without SummaryPrefix). It must
-	// honour ctx's deadline and cancellation. Errors must not quote the messages.
+	// honor ctx's deadline and cancellation. Errors must not quote the messages.
 	Summarize(ctx context.Context, req SummaryRequest) (string, error)
 }
 

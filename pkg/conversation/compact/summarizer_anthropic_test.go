@@ -98,14 +98,26 @@ func TestAnthropicSummarizerErrors(t *testing.T) {
 		reply    reply
 		contains string
 	}{
-		{"authentication", reply{status: http.StatusUnauthorized, body: `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`},
-			"401 Unauthorized: authentication_error: invalid x-api-key (after 1 attempt)"},
-		{"prompt too long", reply{status: http.StatusBadRequest, body: `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}`},
-			"400 Bad Request: invalid_request_error: prompt is too long"},
-		{"no text", reply{status: http.StatusOK, body: `{"type":"message","role":"assistant","content":[{"type":"thinking","thinking":"…","signature":"x"}],"stop_reason":"max_tokens"}`},
-			"no summary: no text content (stop_reason max_tokens)"},
-		{"long provider message is cut", reply{status: http.StatusBadRequest, body: `{"type":"error","error":{"type":"invalid_request_error","message":"` + strings.Repeat("é", 400) + `"}}`},
-			"é…"},
+		{
+			"authentication",
+			reply{status: http.StatusUnauthorized, body: `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`},
+			"401 Unauthorized: authentication_error: invalid x-api-key (after 1 attempt)",
+		},
+		{
+			"prompt too long",
+			reply{status: http.StatusBadRequest, body: `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}`},
+			"400 Bad Request: invalid_request_error: prompt is too long",
+		},
+		{
+			"no text",
+			reply{status: http.StatusOK, body: `{"type":"message","role":"assistant","content":[{"type":"thinking","thinking":"…","signature":"x"}],"stop_reason":"max_tokens"}`},
+			"no summary: no text content (stop_reason max_tokens)",
+		},
+		{
+			"long provider message is cut",
+			reply{status: http.StatusBadRequest, body: `{"type":"error","error":{"type":"invalid_request_error","message":"` + strings.Repeat("é", 400) + `"}}`},
+			"é…",
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -35,7 +35,7 @@ const openAIContextTooLong = `{"error": {"message": "This model's maximum contex
 const secretText = "the launch code is 0000"
 
 func foldedMessages() []conversation.Message {
-	return newConv().user("show me /etc/hosts; " + secretText).call("toolu_1").result("127.0.0.1 localhost", "toolu_1").assistant("Here it is.").messages
+	return newConv().user("show me /etc/hosts; "+secretText).call("toolu_1").result("127.0.0.1 localhost", "toolu_1").assistant("Here it is.").messages
 }
 
 func newTestOpenAI(t *testing.T, cfg HTTPConfig) (Summarizer, *sleepRecorder) {
