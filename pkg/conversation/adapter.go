@@ -84,19 +84,19 @@ func (a AdapterStates) MarshalJSON() ([]byte, error) {
 		if s == nil {
 			return nil, errors.New("conversation: nil adapter state")
 		}
-		raw, err := json.Marshal(s)
+		raw, err := json.Marshal(s, lenientJSON)
 		if err != nil {
 			return nil, err
 		}
 		envs = append(envs, adapterEnvelope{Type: s.Type(), State: raw})
 	}
-	return json.Marshal(envs)
+	return json.Marshal(envs, lenientJSON)
 }
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (a *AdapterStates) UnmarshalJSON(data []byte) error {
 	var envs []adapterEnvelope
-	if err := json.Unmarshal(data, &envs); err != nil {
+	if err := json.Unmarshal(data, &envs, lenientJSON); err != nil {
 		return err
 	}
 	out := make(AdapterStates, 0, len(envs))
@@ -119,13 +119,13 @@ func DecodeAdapterState(adapterType string, data []byte) (AdapterState, error) {
 	}
 	if adapterType == AdapterClaudeAgentSDK {
 		var s ClaudeAgentSDKState
-		if err := json.Unmarshal(data, &s); err != nil {
+		if err := json.Unmarshal(data, &s, lenientJSON); err != nil {
 			return nil, fmt.Errorf("conversation: decode %s adapter state: %w", adapterType, err)
 		}
 		return &s, nil
 	}
 	var s GenericAdapterState
-	if err := json.Unmarshal(data, &s); err != nil {
+	if err := json.Unmarshal(data, &s, lenientJSON); err != nil {
 		return nil, fmt.Errorf("conversation: decode %s adapter state: %w", adapterType, err)
 	}
 	if s.AdapterType == "" {

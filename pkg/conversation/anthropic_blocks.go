@@ -37,6 +37,29 @@ type anthropicSource struct {
 
 var errNotObject = errors.New("content block is not a JSON object")
 
+// knownBlocks decodes a content array in one pass when every block is of a known type and
+// carries no unknown fields; otherwise it reports false and the caller goes block by block.
+func knownBlocks(content jsontext.Value, lineID string) ([]Block, bool) {
+	var ws []anthropicBlock
+	if json.Unmarshal(content, &ws, lenientJSON) != nil {
+		return nil, false
+	}
+	blocks := make([]Block, len(ws))
+	for k := range ws {
+		w := &ws[k]
+		if len(w.Rest) > 0 || BlockType(w.Type) == BlockToolResult && w.Content.Kind() == '[' {
+			return nil, false
+		}
+		b, ok := fromWire(w)
+		if !ok {
+			return nil, false
+		}
+		b.ID = lineBlockID(lineID, k)
+		blocks[k] = b
+	}
+	return blocks, true
+}
+
 // blockFromAnthropic converts one wire content block into a Block. Unknown types are kept
 // whole in Block.Raw; unknown fields of known types go to Block.Extra.
 func blockFromAnthropic(raw jsontext.Value) (Block, error) {
@@ -44,9 +67,25 @@ func blockFromAnthropic(raw jsontext.Value) (Block, error) {
 		return Block{}, errNotObject
 	}
 	var w anthropicBlock
-	if err := json.Unmarshal(raw, &w); err != nil {
+	if err := json.Unmarshal(raw, &w, lenientJSON); err != nil {
 		return Block{}, err
 	}
+	if BlockType(w.Type) == BlockToolResult {
+		b := Block{Type: BlockToolResult, ToolUseID: w.ToolUseID, IsError: w.IsError, Extra: w.Rest}
+		if err := decodeToolResultContent(w.Content, &b); err != nil {
+			return Block{}, err
+		}
+		return b, nil
+	}
+	if b, ok := fromWire(&w); ok {
+		return b, nil
+	}
+	return Block{Type: BlockType(w.Type), Raw: raw.Clone()}, nil
+}
+
+// fromWire converts a block of a known type; a tool_result's content must be a string or
+// absent (a list needs blockFromAnthropic).
+func fromWire(w *anthropicBlock) (Block, bool) {
 	b := Block{Type: BlockType(w.Type)}
 	switch b.Type {
 	case BlockText:
@@ -60,8 +99,14 @@ func blockFromAnthropic(raw jsontext.Value) (Block, error) {
 		b.ToolUseID, b.ToolName, b.Input = w.ID, w.Name, w.Input
 	case BlockToolResult:
 		b.ToolUseID, b.IsError = w.ToolUseID, w.IsError
-		if err := decodeToolResultContent(w.Content, &b); err != nil {
-			return Block{}, err
+		switch w.Content.Kind() {
+		case 0, 'n':
+		case '"':
+			if json.Unmarshal(w.Content, &b.Text, lenientJSON) != nil {
+				return Block{}, false
+			}
+		default:
+			return Block{}, false
 		}
 	case BlockImage, BlockDocument:
 		if w.Source != nil {
@@ -73,12 +118,12 @@ func blockFromAnthropic(raw jsontext.Value) (Block, error) {
 			b.Media.Title = w.Title
 		}
 	default:
-		return Block{Type: b.Type, Raw: raw.Clone()}, nil
+		return Block{}, false
 	}
 	if len(w.Rest) > 0 {
 		b.Extra = w.Rest
 	}
-	return b, nil
+	return b, true
 }
 
 func decodeToolResultContent(content jsontext.Value, b *Block) error {
@@ -86,10 +131,10 @@ func decodeToolResultContent(content jsontext.Value, b *Block) error {
 	case 0, 'n':
 		return nil
 	case '"':
-		return json.Unmarshal(content, &b.Text)
+		return json.Unmarshal(content, &b.Text, lenientJSON)
 	case '[':
 		var items []jsontext.Value
-		if err := json.Unmarshal(content, &items); err != nil {
+		if err := json.Unmarshal(content, &items, lenientJSON); err != nil {
 			return err
 		}
 		b.Content = make([]Block, 0, len(items))
@@ -138,12 +183,12 @@ func blockToAnthropic(b *Block) (jsontext.Value, error) {
 	default:
 		return nil, fmt.Errorf("block of type %q has no raw JSON to write back", b.Type)
 	}
-	return json.Marshal(&w)
+	return json.Marshal(&w, lenientJSON)
 }
 
 func toolResultContent(b *Block) (jsontext.Value, error) {
 	if b.Content == nil {
-		return json.Marshal(b.Text)
+		return json.Marshal(b.Text, lenientJSON)
 	}
 	items := make([]jsontext.Value, 0, len(b.Content))
 	for i := range b.Content {
@@ -153,7 +198,7 @@ func toolResultContent(b *Block) (jsontext.Value, error) {
 		}
 		items = append(items, item)
 	}
-	return json.Marshal(items)
+	return json.Marshal(items, lenientJSON)
 }
 
 // toolInput is the tool call's arguments as a JSON value: Input, or else the provider's

@@ -86,7 +86,7 @@ func anthropicContent(blocks []Block) (jsontext.Value, error) {
 		}
 		items = append(items, item)
 	}
-	return json.Marshal(items)
+	return json.Marshal(items, lenientJSON)
 }
 
 // FromAnthropic reads a Messages API conversation. A user message holding tool results

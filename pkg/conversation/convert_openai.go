@@ -159,7 +159,7 @@ func openAIContent(m *Message) (jsontext.Value, error) {
 			}
 		}
 	}
-	return json.Marshal(parts)
+	return json.Marshal(parts, lenientJSON)
 }
 
 // FromOpenAI reads OpenAI chat messages. Leading system (or developer) messages become the
@@ -240,14 +240,14 @@ func openAIBlocks(content jsontext.Value, m *Message) error {
 		return nil
 	case '"':
 		var text string
-		if err := json.Unmarshal(content, &text); err != nil {
+		if err := json.Unmarshal(content, &text, lenientJSON); err != nil {
 			return err
 		}
 		m.Blocks = append(m.Blocks, Block{Type: BlockText, Text: text})
 		return nil
 	case '[':
 		var parts []openAIPart
-		if err := json.Unmarshal(content, &parts); err != nil {
+		if err := json.Unmarshal(content, &parts, lenientJSON); err != nil {
 			return err
 		}
 		for _, p := range parts {
@@ -257,7 +257,7 @@ func openAIBlocks(content jsontext.Value, m *Message) error {
 			case p.Type == "image_url" && p.ImageURL != nil:
 				m.Blocks = append(m.Blocks, Block{Type: BlockImage, Media: imageFromURL(p.ImageURL.URL), Extra: p.Rest})
 			default:
-				raw, err := json.Marshal(p)
+				raw, err := json.Marshal(p, lenientJSON)
 				if err != nil {
 					return err
 				}

@@ -65,7 +65,7 @@ var ErrEvent = errors.New("conversation: bad event")
 // DecodeEvent decodes one event from JSON and checks it carries what its type needs.
 func DecodeEvent(data []byte) (Event, error) {
 	var e Event
-	if err := json.Unmarshal(data, &e, json.RejectUnknownMembers(true)); err != nil {
+	if err := json.Unmarshal(data, &e, json.RejectUnknownMembers(true), lenientJSON); err != nil {
 		return Event{}, fmt.Errorf("%w: %w", ErrEvent, err)
 	}
 	if err := e.Validate(); err != nil {

@@ -65,7 +65,7 @@ func MarshalSnapshot(s *State, meta SnapshotMetadata) ([]byte, error) {
 	if s.SchemaVersion == "" {
 		return nil, errors.New("conversation: state has no schema version")
 	}
-	payload, err := json.Marshal(s)
+	payload, err := json.Marshal(s, lenientJSON)
 	if err != nil {
 		return nil, fmt.Errorf("conversation: encode snapshot payload: %w", err)
 	}
@@ -74,7 +74,7 @@ func MarshalSnapshot(s *State, meta SnapshotMetadata) ([]byte, error) {
 	meta.SessionID = s.SessionID
 	meta.Messages = len(s.Messages)
 	meta.Digest = "sha256:" + hex.EncodeToString(sum[:])
-	head, err := json.Marshal(snapshotHeader{Format: SnapshotFormat, Metadata: meta})
+	head, err := json.Marshal(snapshotHeader{Format: SnapshotFormat, Metadata: meta}, lenientJSON)
 	if err != nil {
 		return nil, fmt.Errorf("conversation: encode snapshot metadata: %w", err)
 	}
@@ -93,7 +93,7 @@ func UnmarshalSnapshot(data []byte) (Snapshot, error) {
 		snapshotHeader
 		Payload jsontext.Value `json:"payload"`
 	}
-	if err := json.Unmarshal(data, &doc); err != nil {
+	if err := json.Unmarshal(data, &doc, lenientJSON); err != nil {
 		return Snapshot{}, corrupt(err.Error())
 	}
 	head, payload := doc.snapshotHeader, doc.Payload
@@ -111,7 +111,7 @@ func UnmarshalSnapshot(data []byte) (Snapshot, error) {
 		return Snapshot{}, corrupt("digest does not match the payload")
 	}
 	var s State
-	if err := json.Unmarshal(payload, &s); err != nil {
+	if err := json.Unmarshal(payload, &s, lenientJSON); err != nil {
 		return Snapshot{}, corrupt(err.Error())
 	}
 	if err := checkMajor(s.SchemaVersion); err != nil {

@@ -40,8 +40,41 @@ type claudeLine struct {
 	IsCompactSummary bool           `json:"isCompactSummary"`
 	IsMeta           bool           `json:"isMeta"`
 	AgentID          string         `json:"agentId"`
-	Message          jsontext.Value `json:"message"`
-	ToolUseResult    jsontext.Value `json:"toolUseResult"`
+	Message          *claudeMessage `json:"message"`
+	ToolUseResult    agentRef       `json:"toolUseResult"`
+}
+
+// agentRef reads only toolUseResult.agentId, skipping the rest (often a whole file's text)
+// without copying it.
+type agentRef struct{ AgentID string }
+
+// UnmarshalJSONFrom implements json.UnmarshalerFrom.
+func (a *agentRef) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	if dec.PeekKind() != '{' {
+		return dec.SkipValue()
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return err
+	}
+	for dec.PeekKind() == '"' {
+		name, err := dec.ReadToken()
+		if err != nil {
+			return err
+		}
+		if name.String() == "agentId" && dec.PeekKind() == '"' {
+			v, err := dec.ReadToken()
+			if err != nil {
+				return err
+			}
+			a.AgentID = v.String()
+			continue
+		}
+		if err := dec.SkipValue(); err != nil {
+			return err
+		}
+	}
+	_, err := dec.ReadToken()
+	return err
 }
 
 type claudeMessage struct {
@@ -182,15 +215,11 @@ func (imp *claudeImporter) readLine(line []byte, fileAgent string) error {
 			threadKey = "sidechain"
 		}
 	}
-	if (l.Type != "user" && l.Type != "assistant") || l.UUID == "" || l.Message.Kind() != '{' {
+	if (l.Type != "user" && l.Type != "assistant") || l.UUID == "" || l.Message == nil {
 		imp.keepRaw(line, threadKey)
 		return nil
 	}
-	var cm claudeMessage
-	if err := json.Unmarshal(l.Message, &cm, lenientJSON); err != nil {
-		imp.keepRaw(line, threadKey)
-		return nil //nolint:nilerr // an unexpected message shape is kept, not refused
-	}
+	cm := l.Message
 	blocks, stringContent, err := claudeBlocks(cm.Content, l.UUID)
 	if err != nil {
 		return err
@@ -282,14 +311,8 @@ func claudeFlags(l *claudeLine) Flags {
 // linkSubagent remembers which tool call started a subagent, from the result line's
 // toolUseResult.agentId.
 func (imp *claudeImporter) linkSubagent(l *claudeLine, blocks []Block) {
-	if l.ToolUseResult.Kind() != '{' || len(blocks) == 0 {
-		return
-	}
-	var r struct {
-		AgentID string `json:"agentId"`
-	}
-	if json.Unmarshal(l.ToolUseResult, &r, lenientJSON) == nil && r.AgentID != "" {
-		imp.agentTool[r.AgentID] = blocks[0].ToolUseID
+	if l.ToolUseResult.AgentID != "" && len(blocks) > 0 {
+		imp.agentTool[l.ToolUseResult.AgentID] = blocks[0].ToolUseID
 	}
 }
 
@@ -306,9 +329,9 @@ func (imp *claudeImporter) finish() (State, error) {
 	for _, key := range imp.order {
 		t := imp.threads[key]
 		for i := range t.messages {
-			raw, err := json.Marshal(t.records[i])
+			raw, err := json.Marshal(t.records[i], lenientJSON)
 			if err != nil {
-				return State{}, err
+				return State{}, fmt.Errorf("%w: %w", ErrTranscript, err)
 			}
 			t.messages[i].Source.Raw = raw
 		}
@@ -341,6 +364,9 @@ func claudeBlocks(content jsontext.Value, lineID string) ([]Block, bool, error) 
 		}
 		return []Block{{Type: BlockText, ID: lineID, Text: text}}, true, nil
 	case '[':
+		if blocks, ok := knownBlocks(content, lineID); ok {
+			return blocks, false, nil
+		}
 		var items []jsontext.Value
 		if err := json.Unmarshal(content, &items, lenientJSON); err != nil {
 			return nil, false, err
@@ -398,19 +424,67 @@ func allResults(blocks []Block) bool {
 	return true
 }
 
-// stripContent returns the line without message.content.
+// stripContent returns a copy of the line without message.content, cutting the member's
+// bytes out (the line was validated when it was decoded).
 func stripContent(line []byte) (jsontext.Value, error) {
-	return rewriteObject(line, func(name string, v jsontext.Value) (jsontext.Value, error) {
-		if name != "message" || v.Kind() != '{' {
-			return v, nil
+	start, end, err := contentRange(line)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(line)-(end-start))
+	out = append(out, line[:start]...)
+	return append(out, line[end:]...), nil
+}
+
+// contentRange finds the bytes of message.content: from the end of the member before it
+// (so its comma goes too) or, when it is the first member, up to and including the comma
+// after it. It returns an empty range when there is no content.
+func contentRange(line []byte) (int, int, error) {
+	dec := jsontext.NewDecoder(bytes.NewReader(line), lenientJSON)
+	if _, err := dec.ReadToken(); err != nil {
+		return 0, 0, err
+	}
+	for dec.PeekKind() == '"' {
+		name, err := dec.ReadToken()
+		if err != nil {
+			return 0, 0, err
 		}
-		return rewriteObject(v, func(name string, v jsontext.Value) (jsontext.Value, error) {
-			if name == "content" {
-				return nil, nil
+		if name.String() != "message" || dec.PeekKind() != '{' {
+			if err := dec.SkipValue(); err != nil {
+				return 0, 0, err
 			}
-			return v, nil
-		})
-	})
+			continue
+		}
+		if _, err := dec.ReadToken(); err != nil {
+			return 0, 0, err
+		}
+		first := true
+		for dec.PeekKind() == '"' {
+			before := int(dec.InputOffset())
+			name, err := dec.ReadToken()
+			if err != nil {
+				return 0, 0, err
+			}
+			isContent := name.String() == "content"
+			if err := dec.SkipValue(); err != nil {
+				return 0, 0, err
+			}
+			if !isContent {
+				first = false
+				continue
+			}
+			end := int(dec.InputOffset())
+			if first {
+				rest := bytes.TrimLeft(line[end:], " \t\r\n")
+				if len(rest) > 0 && rest[0] == ',' {
+					end = len(line) - len(rest) + 1
+				}
+			}
+			return before, end, nil
+		}
+		return 0, 0, nil
+	}
+	return 0, 0, nil
 }
 
 // taskDescription is the description argument of the Task call that started a subagent.

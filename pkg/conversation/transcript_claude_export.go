@@ -189,10 +189,12 @@ func (w *claudeWriter) message(m *Message) error {
 }
 
 func lineUUID(m *Message, blocks []Block, k int) string {
-	if len(blocks) > 0 && blocks[0].ID != "" {
-		if _, err := uuid.Parse(blocks[0].ID); err == nil {
-			return blocks[0].ID
+	for _, b := range blocks {
+		if _, err := uuid.Parse(b.ID); err == nil && b.ID != "" {
+			return b.ID
 		}
+	}
+	if len(blocks) > 0 && blocks[0].ID != "" {
 		return uuid.NewSHA1(uuid.NameSpaceURL, []byte("parley:"+blocks[0].ID)).String()
 	}
 	if k == 0 && m.ID != "" {
@@ -205,7 +207,7 @@ func lineUUID(m *Message, blocks []Block, k int) string {
 
 func claudeContent(blocks []Block, asString bool) (jsontext.Value, error) {
 	if asString && len(blocks) == 1 && blocks[0].Type == BlockText {
-		return json.Marshal(blocks[0].Text)
+		return json.Marshal(blocks[0].Text, lenientJSON)
 	}
 	items := make([]jsontext.Value, 0, len(blocks))
 	for i := range blocks {
@@ -215,19 +217,19 @@ func claudeContent(blocks []Block, asString bool) (jsontext.Value, error) {
 		}
 		items = append(items, item)
 	}
-	return json.Marshal(items)
+	return json.Marshal(items, lenientJSON)
 }
 
 func (w *claudeWriter) parent() jsontext.Value {
 	if w.lastLine == "" {
 		return jsontext.Value("null")
 	}
-	v, _ := json.Marshal(w.lastLine)
+	v, _ := json.Marshal(w.lastLine, lenientJSON)
 	return v
 }
 
 func mustString(s string) jsontext.Value {
-	v, _ := json.Marshal(s)
+	v, _ := json.Marshal(s, lenientJSON)
 	return v
 }
 
@@ -308,5 +310,5 @@ func (w *claudeWriter) newLine(m *Message, id string, content jsontext.Value) (j
 			out.Message.Usage = &anthropicUsage{InputTokens: m.Usage.Input, OutputTokens: m.Usage.Output, CacheReadInputTokens: m.Usage.CacheRead, CacheCreationInputTokens: m.Usage.CacheWrite}
 		}
 	}
-	return json.Marshal(&out)
+	return json.Marshal(&out, lenientJSON)
 }

@@ -90,7 +90,7 @@ func TestImportClaudeMainTranscript(t *testing.T) {
 		t.Fatalf("got %d messages, want 8", got)
 	}
 	first := s.Messages[1]
-	if first.Role != RoleAssistant || len(first.Blocks) != 3 || first.Source.IDs[0] != "msg_0181BxGX1zUFWYMQmKjWMTiT" {
+	if first.Role != RoleAssistant || len(first.Blocks) != 3 || first.ID != "msg_0181BxGX1zUFWYMQmKjWMTiT" || first.Blocks[0].ID != "c57785c6-46db-4382-a13f-dcb80c6697ae" {
 		t.Errorf("merged assistant message: %+v", digestMessages([]Message{first}))
 	}
 	if first.Blocks[1].Type != BlockToolUse || string(first.Blocks[1].Input) != `{"skill":"test-skill"}` {

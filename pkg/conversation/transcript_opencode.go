@@ -145,7 +145,7 @@ func openCodeMessages(om *openCodeMessage) ([]Message, []Subagent, error) {
 			src.Parts = append(src.Parts, raw)
 		}
 	}
-	rawSrc, err := json.Marshal(src)
+	rawSrc, err := json.Marshal(src, lenientJSON)
 	if err != nil {
 		return nil, nil, err
 	}

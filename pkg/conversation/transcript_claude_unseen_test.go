@@ -1,0 +1,233 @@
+package conversation
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// unseenVariant rewrites a real transcript the way a newer Claude Code might: members in
+// another order, renamed and new envelope fields, new line types between messages, new
+// block types, string content, thinking blocks, sidechain lines in the main file, and a
+// compaction summary. It returns the transcript and the uuids of its message lines.
+func unseenVariant(t *testing.T, seed uint64) ([]byte, []string) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, seed))
+	var out bytes.Buffer
+	var uuids []string
+	for i, line := range nonEmptyLines(readFixture(t, "claude-code/main-transcript.jsonl")) {
+		var members []member
+		if _, err := rewriteObject(line, func(name string, v jsontext.Value) (jsontext.Value, error) {
+			switch name {
+			case "gitBranch":
+				name = "branchName" // a renamed field the model does not know
+			case "message":
+				v = mutateMessage(t, v, rng)
+			}
+			members = append(members, member{name, v.Clone()})
+			return v, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		members = append(members, member{"futureField", jsontext.Value(`{"nested":[1,2,3]}`)})
+		rng.Shuffle(len(members), func(a, b int) { members[a], members[b] = members[b], members[a] })
+		obj := []byte("{")
+		for k, m := range members {
+			if k > 0 {
+				obj = append(obj, ',')
+			}
+			obj = append(obj, mustString(m.name)...)
+			obj = append(obj, ':')
+			obj = append(obj, m.value...)
+		}
+		obj = append(obj, '}')
+		out.Write(obj)
+		out.WriteByte('\n')
+		var head struct {
+			Type string `json:"type"`
+			UUID string `json:"uuid"`
+		}
+		if err := json.Unmarshal(obj, &head); err != nil {
+			t.Fatal(err)
+		}
+		if head.Type == "user" || head.Type == "assistant" {
+			uuids = append(uuids, head.UUID)
+		}
+		// New line types between messages.
+		fmt.Fprintf(&out, `{"type":"progress-v%d","data":{"step":%d},"timestamp":"2026-01-01T00:00:00Z"}`+"\n", seed, i)
+		if i == 3 {
+			out.WriteString(`{"type":"file-history-snapshot","messageId":"x","snapshot":{"files":{}}}` + "\n")
+		}
+	}
+	// A sidechain (old layout: subagent lines in the main file), a compaction summary, a
+	// thinking block, and a message with string content.
+	extra := []string{
+		`{"type":"user","uuid":"aaaaaaaa-0000-4000-8000-000000000001","parentUuid":null,"isSidechain":true,"agentId":"old1","sessionId":"b1e7c2bd-68e9-4e0c-b2b1-e7ad59950ab0","message":{"role":"user","content":"side task"}}`,
+		`{"type":"assistant","uuid":"aaaaaaaa-0000-4000-8000-000000000002","parentUuid":"aaaaaaaa-0000-4000-8000-000000000001","isSidechain":true,"agentId":"old1","message":{"id":"msg_side","role":"assistant","content":[{"type":"text","text":"side done"}]}}`,
+		`{"type":"user","uuid":"aaaaaaaa-0000-4000-8000-000000000003","parentUuid":null,"isCompactSummary":true,"message":{"role":"user","content":"This session is being continued. Summary: files written."}}`,
+		`{"type":"assistant","uuid":"aaaaaaaa-0000-4000-8000-000000000004","parentUuid":"aaaaaaaa-0000-4000-8000-000000000003","message":{"id":"msg_think","role":"assistant","content":[{"type":"thinking","thinking":"hmm","signature":"c2ln"},{"type":"server_tool_use","id":"srv","name":"web_search","input":{"q":"x"}}]}}`,
+		`{"type":"user","uuid":"aaaaaaaa-0000-4000-8000-000000000005","parentUuid":"aaaaaaaa-0000-4000-8000-000000000004","message":{"role":"user","content":[{"type":"text","text":"also"},{"type":"tool_result","tool_use_id":"srv","content":"result"}]}}`,
+	}
+	for _, l := range extra {
+		out.WriteString(l + "\n\n")
+		var head struct{ UUID string }
+		_ = json.Unmarshal([]byte(l), &head, json.MatchCaseInsensitiveNames(true))
+		uuids = append(uuids, head.UUID)
+	}
+	return out.Bytes(), uuids
+}
+
+// mutateMessage adds unknown fields to the message and an unknown block type now and then.
+func mutateMessage(t *testing.T, v jsontext.Value, rng *rand.Rand) jsontext.Value {
+	t.Helper()
+	out, err := rewriteObject(v, func(name string, v jsontext.Value) (jsontext.Value, error) {
+		if name == "content" && v.Kind() == '[' && rng.IntN(2) == 0 {
+			return append(v[:len(v)-1:len(v)-1], []byte(`,{"type":"citation_v9","ref":"r1"}]`)...), nil
+		}
+		return v, nil
+	}, member{"container", jsontext.Value(`{"id":"c1"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func allBlockIDs(s *State) map[string]bool {
+	ids := map[string]bool{}
+	var walk func([]Message, []Subagent)
+	walk = func(msgs []Message, subs []Subagent) {
+		for _, m := range msgs {
+			for _, b := range m.Blocks {
+				ids[b.ID] = true
+			}
+		}
+		for _, sub := range subs {
+			walk(sub.Messages, sub.Subagents)
+		}
+	}
+	walk(s.Messages, s.Subagents)
+	return ids
+}
+
+func TestImportUnseenClaudeVariant(t *testing.T) {
+	for seed := uint64(1); seed <= 5; seed++ {
+		data, uuids := unseenVariant(t, seed)
+		s, err := ImportClaudeJSONL(data)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		ids := allBlockIDs(&s)
+		for _, u := range uuids {
+			if !ids[u] {
+				t.Errorf("seed %d: message line %s lost", seed, u)
+			}
+		}
+		if len(s.Records) != 14 {
+			t.Errorf("seed %d: %d raw records, want 14", seed, len(s.Records))
+		}
+		if sub, ok := s.FindSubagent("old1"); !ok || len(sub.Messages) != 2 {
+			t.Errorf("seed %d: sidechain thread %+v", seed, sub)
+		}
+		var summary *Message
+		for i := range s.Messages {
+			if s.Messages[i].Flags.Has(FlagCompactSummary) {
+				summary = &s.Messages[i]
+			}
+		}
+		if summary == nil || !strings.HasPrefix(summary.Text(), "This session is being continued") {
+			t.Errorf("seed %d: compact summary not flagged", seed)
+		}
+		last := s.Messages[len(s.Messages)-1]
+		if last.Role != RoleTool || last.Blocks[0].Type != BlockToolResult || last.Blocks[1].Text != "also" {
+			t.Errorf("seed %d: mixed user message not canonical: %+v", seed, last.Blocks)
+		}
+		// Export and import again: every message line is still there, unknown fields too.
+		files, err := ExportClaude(&s, ClaudeExportOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range uuids {
+			found := false
+			for _, f := range files {
+				found = found || bytes.Contains(f.Content, []byte(`"uuid":"`+u+`"`))
+			}
+			if !found {
+				t.Errorf("seed %d: line %s missing from the export", seed, u)
+			}
+		}
+		for _, needle := range []string{`"branchName"`, `"futureField"`, `"citation_v9"`, `"container"`, `"progress-v`, `"file-history-snapshot"`, `"server_tool_use"`} {
+			if !bytes.Contains(files[0].Content, []byte(needle)) {
+				t.Errorf("seed %d: %s lost on export", seed, needle)
+			}
+		}
+	}
+}
+
+func TestImportClaudeErrors(t *testing.T) {
+	for _, in := range []string{
+		"{not json}\n",
+		`{"type":"user","uuid":"u","message":{"role":"user","content":7}}`,
+		`{"type":"user","uuid":"u","message":{"role":"user","content":[7]}}`,
+		`{"type":"user","uuid":"u","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":{}}]}}`,
+	} {
+		if _, err := ImportClaudeJSONL([]byte(in)); !errors.Is(err, ErrTranscript) {
+			t.Errorf("%s: err = %v", in, err)
+		}
+	}
+	// Valid JSON of an unexpected shape is kept, not refused.
+	s, err := ImportClaudeJSONL([]byte(`{"type":"user","uuid":7}` + "\n" + `[1,2]`))
+	if err != nil || len(s.Records) != 2 {
+		t.Errorf("records %d, err %v", len(s.Records), err)
+	}
+	if _, err := ImportClaudeSession(nil, ClaudeSubagentFile{AgentID: "a", Data: []byte("{")}); !errors.Is(err, ErrTranscript) {
+		t.Errorf("bad subagent file: %v", err)
+	}
+}
+
+func TestExportClaudeNeedsSessionID(t *testing.T) {
+	s := NewState("")
+	if _, err := ExportClaude(&s, ClaudeExportOptions{}); err == nil {
+		t.Error("exported without a session id")
+	}
+}
+
+func TestClaudeProjectDir(t *testing.T) {
+	if got := ClaudeProjectDir("/home/me/my_project.v2"); got != "projects/-home-me-my-project-v2" {
+		t.Errorf("got %s", got)
+	}
+	if got := ClaudeTranscriptPath("/w", "s"); got != "projects/-w/s.jsonl" {
+		t.Errorf("got %s", got)
+	}
+}
+
+func FuzzImportClaudeJSONL(f *testing.F) {
+	for _, name := range []string{"main-transcript.jsonl", "subagent-transcript.jsonl"} {
+		f.Add(readFixture(f, "claude-code/"+name))
+	}
+	f.Add([]byte(`{"type":"assistant","uuid":"u","message":{"id":"m","role":"assistant","content":[{"type":"tool_use","id":"t","name":"x","input":{}}]}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := ImportClaudeJSONL(data)
+		if err != nil {
+			if !errors.Is(err, ErrTranscript) {
+				t.Fatalf("untyped error %v", err)
+			}
+			return
+		}
+		if s.SessionID == "" {
+			s.SessionID = "fuzz"
+		}
+		files, err := ExportClaude(&s, ClaudeExportOptions{})
+		if err != nil {
+			t.Fatalf("imported state does not export: %v", err)
+		}
+		if _, err := ImportClaudeJSONL(files[0].Content); err != nil {
+			t.Fatalf("export does not import: %v", err)
+		}
+	})
+}
