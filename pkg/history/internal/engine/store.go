@@ -17,9 +17,10 @@ type Store struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu      sync.Mutex
-	handles map[string]*log
-	closed  bool
+	mu       sync.Mutex
+	handles  map[string]*log
+	closed   bool
+	counters counters
 }
 
 var _ history.Store = (*Store)(nil)
@@ -27,7 +28,9 @@ var _ history.Store = (*Store)(nil)
 // New returns a store. Close it to stop its commit goroutines.
 func New(backend Backend, opts Options) *Store {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Store{backend: backend, opts: opts.withDefaults(), ctx: ctx, cancel: cancel, handles: map[string]*log{}}
+	s := &Store{opts: opts.withDefaults(), ctx: ctx, cancel: cancel, handles: map[string]*log{}}
+	s.backend = countingBackend{Backend: backend, c: &s.counters}
+	return s
 }
 
 // Open implements history.Store.
@@ -146,4 +149,4 @@ func TailFirst(key string) (uint64, bool) {
 }
 
 // Backend returns the backend the store was built on.
-func (s *Store) Backend() Backend { return s.backend }
+func (s *Store) Backend() Backend { return s.backend.(countingBackend).Backend }
