@@ -107,3 +107,78 @@ func BenchmarkSnapshotUnmarshalStdlibBaseline(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReduceDelta streams text deltas into the last message of a conversation of about
+// 1,000 messages: the reducer's hot path while an agent streams.
+func BenchmarkReduceDelta(b *testing.B) {
+	s := bigState(b, 1<<20)
+	s.Messages = s.Messages[:min(len(s.Messages), 1000)]
+	last := s.Messages[len(s.Messages)-1]
+	s, err := Reduce(s, Event{Type: EventBlockUpsert, Message: &Message{ID: last.ID}, Block: &Block{Type: BlockText, ID: "streaming", Status: BlockPending}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ev := Event{Type: EventBlockDelta, MessageID: last.ID, BlockID: "streaming", Delta: "token "}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Reduce(s, ev); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64(len(s.Messages)), "messages")
+}
+
+// BenchmarkReduceReplay rebuilds a conversation of about 1,000 messages from its events.
+func BenchmarkReduceReplay(b *testing.B) {
+	s := bigState(b, 1<<20)
+	s.Messages = s.Messages[:min(len(s.Messages), 1000)]
+	events := Events(&s)
+	shell := Shell(&s)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ReduceAll(shell, events); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*len(events))/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64(len(events)), "events")
+}
+
+// BenchmarkApplyDelta is BenchmarkReduceDelta on a state the caller owns (State.Apply).
+func BenchmarkApplyDelta(b *testing.B) {
+	s := bigState(b, 1<<20)
+	s.Messages = s.Messages[:min(len(s.Messages), 1000)]
+	last := s.Messages[len(s.Messages)-1]
+	if err := s.Apply(Event{Type: EventBlockUpsert, Message: &Message{ID: last.ID}, Block: &Block{Type: BlockText, ID: "streaming", Status: BlockPending}}); err != nil {
+		b.Fatal(err)
+	}
+	ev := Event{Type: EventBlockDelta, MessageID: last.ID, BlockID: "streaming", Delta: "token "}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if i%1000 == 0 { // keep the streamed text from growing without bound
+			s.Messages[len(s.Messages)-1].Blocks[len(last.Blocks)].Text = ""
+		}
+		if err := s.Apply(ev); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkApplyReplay is BenchmarkReduceReplay with State.Apply.
+func BenchmarkApplyReplay(b *testing.B) {
+	s := bigState(b, 1<<20)
+	s.Messages = s.Messages[:min(len(s.Messages), 1000)]
+	events := Events(&s)
+	b.ReportAllocs()
+	for b.Loop() {
+		owned := Shell(&s)
+		for i := range events {
+			if err := owned.Apply(events[i]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.N*len(events))/b.Elapsed().Seconds(), "events/s")
+}

@@ -18,12 +18,46 @@ import (
 //     of order).
 //   - session:idle marks every pending block complete.
 func Reduce(s State, e Event) (State, error) {
+	return reducer{}.apply(s, e)
+}
+
+// Apply applies one event to the state in place, with Reduce's semantics but without
+// copying: the state's slices are reused and grown. Use it on a state nothing else shares,
+// e.g. the Session API's live copy of a conversation, where copying per streamed token
+// would cost O(messages).
+func (s *State) Apply(e Event) error {
+	out, err := reducer{inPlace: true}.apply(*s, e)
+	if err == nil {
+		*s = out
+	}
+	return err
+}
+
+// reducer holds the one difference between Reduce and Apply: whether slices on the path to a
+// change are copied (Reduce) or edited in place (Apply).
+type reducer struct{ inPlace bool }
+
+func cloneFor[T any](r reducer, xs []T) []T {
+	if r.inPlace {
+		return xs
+	}
+	return slices.Clone(xs)
+}
+
+func appendFor[T any](r reducer, xs []T, x T) []T {
+	if r.inPlace {
+		return append(xs, x)
+	}
+	return append(slices.Clip(xs), x)
+}
+
+func (r reducer) apply(s State, e Event) (State, error) {
 	if err := e.Validate(); err != nil {
 		return s, err
 	}
 	switch e.Type {
 	case EventBlockUpsert:
-		return updateThread(s, e.ConversationID, func(msgs []Message) []Message { return upsert(msgs, &e) }), nil
+		return r.updateThread(s, e.ConversationID, func(msgs []Message) []Message { return r.upsert(msgs, &e) }), nil
 	case EventBlockDelta:
 		if e.Delta == "" {
 			return s, nil
@@ -31,12 +65,12 @@ func Reduce(s State, e Event) (State, error) {
 		if findThread(&s, e.ConversationID) == nil {
 			return s, nil
 		}
-		return updateThread(s, e.ConversationID, func(msgs []Message) []Message { return appendDelta(msgs, &e) }), nil
+		return r.updateThread(s, e.ConversationID, func(msgs []Message) []Message { return r.appendDelta(msgs, &e) }), nil
 	case EventSubagentSpawned, EventSubagentCompleted:
-		return reduceSubagent(s, &e), nil
+		return r.reduceSubagent(s, &e), nil
 	default: // EventSessionIdle
-		s.Messages = finalize(s.Messages)
-		s.Subagents = finalizeSubagents(s.Subagents)
+		s.Messages = r.finalize(s.Messages)
+		s.Subagents = r.finalizeSubagents(s.Subagents)
 		return s, nil
 	}
 }
@@ -98,34 +132,44 @@ func (s *State) FindSubagent(id string) (*Subagent, bool) {
 
 // updateThread replaces a thread's messages with edit(old), copying the subagent slices on
 // the way; an unknown thread is created as a running subagent keyed by its id.
-func updateThread(s State, id string, edit func([]Message) []Message) State {
+func (r reducer) updateThread(s State, id string, edit func([]Message) []Message) State {
 	if isMain(id) {
 		s.Messages = edit(s.Messages)
 		return s
 	}
 	path := subagentPath(s.Subagents, id)
 	if path == nil {
-		s.Subagents = append(slices.Clip(s.Subagents), Subagent{ToolUseID: id, Status: SubagentRunning})
+		s.Subagents = appendFor(r, s.Subagents, Subagent{ToolUseID: id, Status: SubagentRunning})
 		path = []int{len(s.Subagents) - 1}
 	}
-	s.Subagents = updateSubagent(s.Subagents, path, func(sub *Subagent) { sub.Messages = edit(sub.Messages) })
+	s.Subagents = r.updateSubagent(s.Subagents, path, func(sub *Subagent) { sub.Messages = edit(sub.Messages) })
 	return s
 }
 
 // updateSubagent returns a copy of subs with the subagent at path changed by edit.
-func updateSubagent(subs []Subagent, path []int, edit func(*Subagent)) []Subagent {
-	out := slices.Clone(subs)
+func (r reducer) updateSubagent(subs []Subagent, path []int, edit func(*Subagent)) []Subagent {
+	out := cloneFor(r, subs)
 	sub := &out[path[0]]
 	if len(path) == 1 {
 		edit(sub)
 	} else {
-		sub.Subagents = updateSubagent(sub.Subagents, path[1:], edit)
+		sub.Subagents = r.updateSubagent(sub.Subagents, path[1:], edit)
 	}
 	return out
 }
 
-func upsert(msgs []Message, e *Event) []Message {
-	i := slices.IndexFunc(msgs, func(m Message) bool { return m.ID == e.Message.ID })
+// lastIndex finds a message by id from the end: events almost always touch recent messages.
+func lastIndex(msgs []Message, id string) int {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+func (r reducer) upsert(msgs []Message, e *Event) []Message {
+	i := lastIndex(msgs, e.Message.ID)
 	var m Message
 	if i < 0 {
 		m = *e.Message
@@ -143,7 +187,7 @@ func upsert(msgs []Message, e *Event) []Message {
 		mergeHeader(&m, e.Message)
 	}
 	if e.Block != nil {
-		m.Blocks = upsertBlock(m.Blocks, e.Block, e.Index)
+		m.Blocks = r.upsertBlock(m.Blocks, e.Block, e.Index)
 	}
 	if m.Role == RoleUser && m.HasToolResult() {
 		m.Role = RoleTool
@@ -151,10 +195,10 @@ func upsert(msgs []Message, e *Event) []Message {
 	}
 	if i < 0 {
 		m.Turn = nextTurn(msgs, m.Role)
-		return append(slices.Clip(msgs), m)
+		return appendFor(r, msgs, m)
 	}
 	m.Turn = nextTurn(msgs[:i], m.Role) // the role may have changed
-	out := slices.Clone(msgs)
+	out := cloneFor(r, msgs)
 	out[i] = m
 	return out
 }
@@ -185,7 +229,7 @@ func mergeHeader(m *Message, h *Message) {
 	}
 }
 
-func upsertBlock(blocks []Block, b *Block, index *int) []Block {
+func (r reducer) upsertBlock(blocks []Block, b *Block, index *int) []Block {
 	i := -1
 	if b.ID != "" {
 		i = slices.IndexFunc(blocks, func(x Block) bool { return x.ID == b.ID })
@@ -194,9 +238,9 @@ func upsertBlock(blocks []Block, b *Block, index *int) []Block {
 		i = *index
 	}
 	if i < 0 {
-		return append(slices.Clip(blocks), *b)
+		return appendFor(r, blocks, *b)
 	}
-	out := slices.Clone(blocks)
+	out := cloneFor(r, blocks)
 	out[i] = *b
 	return out
 }
@@ -220,10 +264,10 @@ func nextTurn(msgs []Message, role Role) int {
 	}
 }
 
-func appendDelta(msgs []Message, e *Event) []Message {
+func (r reducer) appendDelta(msgs []Message, e *Event) []Message {
 	mi := len(msgs) - 1
 	if e.MessageID != "" {
-		mi = slices.IndexFunc(msgs, func(m Message) bool { return m.ID == e.MessageID })
+		mi = lastIndex(msgs, e.MessageID)
 	}
 	if mi < 0 {
 		return msgs
@@ -235,13 +279,13 @@ func appendDelta(msgs []Message, e *Event) []Message {
 	if t := msgs[mi].Blocks[bi].Type; t != BlockText && t != BlockThinking {
 		return msgs
 	}
-	out := slices.Clone(msgs)
-	out[mi].Blocks = slices.Clone(out[mi].Blocks)
+	out := cloneFor(r, msgs)
+	out[mi].Blocks = cloneFor(r, out[mi].Blocks)
 	out[mi].Blocks[bi].Text += e.Delta
 	return out
 }
 
-func reduceSubagent(s State, e *Event) State {
+func (r reducer) reduceSubagent(s State, e *Event) State {
 	path := subagentPath(s.Subagents, e.ToolUseID)
 	if path == nil && e.AgentID != "" {
 		path = subagentPath(s.Subagents, e.AgentID)
@@ -266,37 +310,37 @@ func reduceSubagent(s State, e *Event) State {
 		}
 	}
 	if path != nil {
-		s.Subagents = updateSubagent(s.Subagents, path, apply)
+		s.Subagents = r.updateSubagent(s.Subagents, path, apply)
 		return s
 	}
 	var sub Subagent
 	apply(&sub)
 	if isMain(e.ConversationID) {
-		s.Subagents = append(slices.Clip(s.Subagents), sub)
+		s.Subagents = appendFor(r, s.Subagents, sub)
 		return s
 	}
 	parent := subagentPath(s.Subagents, e.ConversationID)
 	if parent == nil {
-		s.Subagents = append(slices.Clip(s.Subagents), Subagent{ToolUseID: e.ConversationID, Status: SubagentRunning})
+		s.Subagents = appendFor(r, s.Subagents, Subagent{ToolUseID: e.ConversationID, Status: SubagentRunning})
 		parent = []int{len(s.Subagents) - 1}
 	}
-	s.Subagents = updateSubagent(s.Subagents, parent, func(p *Subagent) {
-		p.Subagents = append(slices.Clip(p.Subagents), sub)
+	s.Subagents = r.updateSubagent(s.Subagents, parent, func(p *Subagent) {
+		p.Subagents = appendFor(r, p.Subagents, sub)
 	})
 	return s
 }
 
 // finalize returns msgs with every pending block complete, copying only what changes.
-func finalize(msgs []Message) []Message {
+func (r reducer) finalize(msgs []Message) []Message {
 	var out []Message
 	for i := range msgs {
 		if !hasPending(msgs[i].Blocks) {
 			continue
 		}
 		if out == nil {
-			out = slices.Clone(msgs)
+			out = cloneFor(r, msgs)
 		}
-		out[i].Blocks = slices.Clone(out[i].Blocks)
+		out[i].Blocks = cloneFor(r, out[i].Blocks)
 		for k := range out[i].Blocks {
 			if out[i].Blocks[k].Status == BlockPending {
 				out[i].Blocks[k].Status = BlockComplete
@@ -309,11 +353,11 @@ func finalize(msgs []Message) []Message {
 	return out
 }
 
-func finalizeSubagents(subs []Subagent) []Subagent {
+func (r reducer) finalizeSubagents(subs []Subagent) []Subagent {
 	var out []Subagent
 	for i := range subs {
-		msgs := finalize(subs[i].Messages)
-		children := finalizeSubagents(subs[i].Subagents)
+		msgs := r.finalize(subs[i].Messages)
+		children := r.finalizeSubagents(subs[i].Subagents)
 		if len(msgs) > 0 && &msgs[0] == firstOrNil(subs[i].Messages) && sameSubs(children, subs[i].Subagents) {
 			continue
 		}
@@ -321,7 +365,7 @@ func finalizeSubagents(subs []Subagent) []Subagent {
 			continue
 		}
 		if out == nil {
-			out = slices.Clone(subs)
+			out = cloneFor(r, subs)
 		}
 		out[i].Messages, out[i].Subagents = msgs, children
 	}

@@ -327,3 +327,41 @@ func FuzzDecodeEvent(f *testing.F) {
 		}
 	})
 }
+
+// TestApplyMatchesReduce feeds the same events to the copying Reduce and the in-place Apply.
+func TestApplyMatchesReduce(t *testing.T) {
+	transcript := importFixtureSession(t)
+	stream := NewClaudeStream()
+	var events []Event
+	for _, line := range nonEmptyLines(readFixture(t, "claude-code/raw-sdk-messages.jsonl")) {
+		evs, err := stream.Events(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		events = append(events, evs...)
+	}
+	events = append(events, Events(&transcript)...)
+	events = append(events,
+		Event{Type: EventSubagentSpawned, ConversationID: "toolu_01H79rxPSUkpfuuZFosbzSsv", ToolUseID: "toolu_nested"},
+		upsertEv("toolu_nested", "n1", RoleUser, &Block{Type: BlockText, ID: "nb", Status: BlockPending}),
+		deltaEv("toolu_nested", "n1", "nb", "deep"),
+		Event{Type: EventSubagentCompleted, AgentID: "ghost"},
+		Event{Type: EventSessionIdle},
+	)
+	pure, err := ReduceAll(NewState("s"), events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owned := NewState("s")
+	for _, e := range events {
+		if err := owned.Apply(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if diff := cmp.Diff(pure, owned); diff != "" {
+		t.Errorf("Apply differs from Reduce (-Reduce +Apply):\n%s", diff)
+	}
+	if err := owned.Apply(Event{Type: "nope"}); err == nil {
+		t.Error("Apply accepted a bad event")
+	}
+}
