@@ -112,7 +112,7 @@ func TestOpenAIToolResultsSplitAndMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	roles := []string{}
+	roles := make([]string, 0, len(oa))
 	for _, m := range oa {
 		roles = append(roles, m.Role)
 	}

@@ -36,13 +36,17 @@ func appendSubagentEvents(events []Event, parent string, subs []Subagent) []Even
 		if key == "" {
 			key = sub.AgentID
 		}
-		events = append(events, Event{Type: EventSubagentSpawned, ConversationID: parent,
-			ToolUseID: sub.ToolUseID, AgentID: sub.AgentID, Description: sub.Description})
+		events = append(events, Event{
+			Type: EventSubagentSpawned, ConversationID: parent,
+			ToolUseID: sub.ToolUseID, AgentID: sub.AgentID, Description: sub.Description,
+		})
 		events = appendThreadEvents(events, key, sub.Messages)
 		events = appendSubagentEvents(events, key, sub.Subagents)
 		if sub.Status != SubagentRunning && sub.Status != "" {
-			events = append(events, Event{Type: EventSubagentCompleted, ConversationID: parent,
-				ToolUseID: sub.ToolUseID, AgentID: sub.AgentID, Status: sub.Status})
+			events = append(events, Event{
+				Type: EventSubagentCompleted, ConversationID: parent,
+				ToolUseID: sub.ToolUseID, AgentID: sub.AgentID, Status: sub.Status,
+			})
 		}
 	}
 	return events

@@ -33,7 +33,7 @@ type ExportedFile struct {
 func ClaudeProjectDir(cwd string) string {
 	b := []byte(cwd)
 	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+		if (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') {
 			b[i] = '-'
 		}
 	}
@@ -84,7 +84,7 @@ func ExportClaude(s *State, opts ClaudeExportOptions) ([]ExportedFile, error) {
 }
 
 func flattenSubagents(subs []Subagent) []*Subagent {
-	var out []*Subagent
+	out := make([]*Subagent, 0, len(subs))
 	for i := range subs {
 		out = append(out, &subs[i])
 		out = append(out, flattenSubagents(subs[i].Subagents)...)

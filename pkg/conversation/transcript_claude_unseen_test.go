@@ -22,7 +22,7 @@ func unseenVariant(t *testing.T, seed uint64) ([]byte, []string) {
 	var out bytes.Buffer
 	var uuids []string
 	for i, line := range nonEmptyLines(readFixture(t, "claude-code/main-transcript.jsonl")) {
-		var members []member
+		members := make([]member, 0, 16)
 		if _, err := rewriteObject(line, func(name string, v jsontext.Value) (jsontext.Value, error) {
 			switch name {
 			case "gitBranch":
