@@ -19,14 +19,14 @@ func ClearToolResults(s *conversation.State, p Policy) (*conversation.State, Rec
 	if err := p.validate(false); err != nil {
 		return nil, Record{}, err
 	}
-	before := p.Counter.CountState(s)
+	_, costs, before := stateCosts(&p, s)
 	if before <= p.Budget {
 		return unchanged(s, StrategyClearToolResults, before)
 	}
 	var messages []conversation.Message // copied on the first edit
-	tokens, edited := before, 0
+	after, edited := before, 0
 	for i := range recentStart(len(s.Messages), p.KeepRecentMessages) {
-		if tokens <= p.Budget {
+		if after <= p.Budget {
 			break
 		}
 		m := &s.Messages[i]
@@ -37,22 +37,21 @@ func ClearToolResults(s *conversation.State, p Policy) (*conversation.State, Rec
 		if !changed {
 			continue
 		}
-		oldCost, newCost := p.Counter.CountMessage(m), p.Counter.CountMessage(&cleared)
-		if newCost >= oldCost {
+		newCost := p.Counter.CountMessage(&cleared)
+		if newCost >= costs[i] {
 			continue
 		}
 		if messages == nil {
 			messages = append([]conversation.Message(nil), s.Messages...)
 		}
 		messages[i] = cleared
-		tokens += newCost - oldCost
+		after += newCost - costs[i]
 		edited++
 	}
 	if edited == 0 {
 		return unchanged(s, StrategyClearToolResults, before)
 	}
 	out := withMessages(s, messages)
-	after := p.Counter.CountState(out)
 	return out, Record{Strategy: StrategyClearToolResults, TokensBefore: before, TokensAfter: after, MessagesFolded: edited}, nil
 }
 

@@ -13,7 +13,15 @@ import "github.com/parley-dev/parley/pkg/conversation"
 // before them were orphans on input; they block no cut but are never at the start of one.
 func cutPoints(messages []conversation.Message) []bool {
 	n := len(messages)
-	callAt := make(map[string]int)
+	calls := 0
+	for i := range messages {
+		for j := range messages[i].Blocks {
+			if messages[i].Blocks[j].Type == conversation.BlockToolUse {
+				calls++
+			}
+		}
+	}
+	callAt := make(map[string]int, calls) // sized up front: growing it dominated at 100k messages
 	// straddle[i] > 0 after the prefix sum means some pair spans the cut before i.
 	straddle := make([]int, n+2)
 	for i := range messages {

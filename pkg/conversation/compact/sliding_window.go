@@ -20,13 +20,11 @@ func SlidingWindow(s *conversation.State, p Policy) (*conversation.State, Record
 	if err := p.validate(false); err != nil {
 		return nil, Record{}, err
 	}
-	before := p.Counter.CountState(s)
+	fixed, costs, before := stateCosts(&p, s)
 	if before <= p.Budget || len(s.Messages) == 0 {
 		return unchanged(s, StrategySlidingWindow, before)
 	}
 	messages := s.Messages
-	costs := messageCosts(&p, messages)
-	fixed := before - sum(costs) // system message and reply priming
 	notice := conversation.Message{Role: conversation.RoleSystem, Blocks: []conversation.Block{{Type: conversation.BlockText, Text: TruncationNotice}}}
 	fixed += p.Counter.CountMessage(&notice)
 
@@ -34,13 +32,13 @@ func SlidingWindow(s *conversation.State, p Policy) (*conversation.State, Record
 	if cut == 0 || onlyStandIns(messages[:cut]) {
 		return unchanged(s, StrategySlidingWindow, before)
 	}
-	head := standIn(messages[:cut], "truncated", conversation.FlagTruncationNotice, TruncationNotice, p.Now)
-	out := withMessages(s, replaceFront(head, messages, cut))
-	after := p.Counter.CountState(out)
+	after := fixed + sum(costs[cut:])
 	if after >= before {
 		// The notice costs more than the few messages it would replace.
 		return unchanged(s, StrategySlidingWindow, before)
 	}
+	head := standIn(messages[:cut], "truncated", conversation.FlagTruncationNotice, TruncationNotice, p.Now)
+	out := withMessages(s, replaceFront(head, messages, cut))
 	return out, Record{Strategy: StrategySlidingWindow, TokensBefore: before, TokensAfter: after, MessagesFolded: cut}, nil
 }
 

@@ -27,7 +27,7 @@ func Summarize(ctx context.Context, s *conversation.State, p Policy) (*conversat
 	if err := p.validate(true); err != nil {
 		return nil, Record{}, err
 	}
-	before := p.Counter.CountState(s)
+	fixed, costs, before := stateCosts(&p, s)
 	if before <= p.Budget || len(s.Messages) == 0 {
 		return unchanged(s, StrategySummarize, before)
 	}
@@ -36,8 +36,7 @@ func Summarize(ctx context.Context, s *conversation.State, p Policy) (*conversat
 		maxSummary = DefaultSummaryMaxTokens
 	}
 	messages := s.Messages
-	costs := messageCosts(&p, messages)
-	fixed := before - sum(costs) + p.Counter.CountText(SummaryPrefix) + maxSummary
+	fixed += p.Counter.CountText(SummaryPrefix) + maxSummary
 
 	cut := chooseCut(cutPoints(messages), costs, fixed, p.Budget, recentStart(len(messages), p.KeepRecentMessages))
 	if cut == 0 || onlyStandIns(messages[:cut]) {
@@ -50,12 +49,12 @@ func Summarize(ctx context.Context, s *conversation.State, p Policy) (*conversat
 		return st, rec, fmt.Errorf("summarize %d messages: %w", len(folded), err)
 	}
 	head := standIn(folded, "summary", conversation.FlagCompactSummary, SummaryPrefix+summary, p.Now)
-	out := withMessages(s, replaceFront(head, messages, cut))
-	after := p.Counter.CountState(out)
+	after := before - sum(costs[:cut]) + p.Counter.CountMessage(&head)
 	if after >= before {
 		st, rec, _ := unchanged(s, StrategySummarize, before)
 		return st, rec, fmt.Errorf("%w: %d tokens of summary for %d tokens of history", ErrSummaryTooLong,
 			p.Counter.CountMessage(&head), sum(costs[:cut]))
 	}
+	out := withMessages(s, replaceFront(head, messages, cut))
 	return out, Record{Strategy: StrategySummarize, TokensBefore: before, TokensAfter: after, MessagesFolded: cut}, nil
 }

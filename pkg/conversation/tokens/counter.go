@@ -13,7 +13,8 @@ type Counter interface {
 	// CountState returns what the conversation costs in a model's context: the system message
 	// and State.Messages, plus the priming of the model's reply. Subagent threads are not
 	// counted: the parent's context holds only their results, which are tool results in
-	// State.Messages.
+	// State.Messages. It must equal CountState of the state without messages plus
+	// CountMessage of each message: compaction works out its figures from that sum.
 	CountState(s *conversation.State) int
 }
 

@@ -160,51 +160,47 @@ func (c *MessageCounter) countBlock(b *conversation.Block) int {
 // hashSeed is per process: cache keys never leave it.
 var hashSeed = maphash.MakeSeed()
 
-// hashMessage hashes every field that CountMessage reads, with separators so that moving
-// bytes between fields changes the hash.
+// hashMessage hashes every field that CountMessage reads. Each field is hashed on its own
+// with maphash.String (the runtime's AES-based hash, several GB/s) and the results are
+// chained, so moving bytes from one field to the next changes the hash.
 func hashMessage(m *conversation.Message) uint64 {
-	var h maphash.Hash
-	h.SetSeed(hashSeed)
-	writeField(&h, string(m.Role))
-	writeField(&h, m.Name)
-	writeInt(&h, m.Usage.Output)
-	hashBlocks(&h, m.Blocks)
-	return h.Sum64()
+	var h fieldHash
+	h.str(string(m.Role))
+	h.str(m.Name)
+	h.num(uint64(m.Usage.Output))
+	h.blocks(m.Blocks)
+	return h.sum
 }
 
-func hashBlocks(h *maphash.Hash, blocks []conversation.Block) {
-	writeInt(h, int64(len(blocks)))
+type fieldHash struct{ sum uint64 }
+
+func (h *fieldHash) str(s string) { h.num(maphash.String(hashSeed, s)) }
+
+// num chains v into the hash: xor, then a multiply and shift that spread every input bit.
+func (h *fieldHash) num(v uint64) {
+	h.sum = (h.sum ^ v) * 0x9E3779B97F4A7C15
+	h.sum ^= h.sum >> 29
+}
+
+func (h *fieldHash) blocks(blocks []conversation.Block) {
+	h.num(uint64(len(blocks)))
 	for i := range blocks {
 		b := &blocks[i]
-		writeField(h, string(b.Type))
-		writeField(h, b.Text)
-		writeField(h, b.Data)
-		writeField(h, b.ToolUseID)
-		writeField(h, b.ToolName)
-		writeField(h, b.Arguments)
-		writeField(h, string(b.Input))
-		writeField(h, string(b.Raw))
+		h.str(string(b.Type))
+		h.str(b.Text)
+		h.str(b.Data)
+		h.str(b.ToolUseID)
+		h.str(b.ToolName)
+		h.str(b.Arguments)
+		h.str(string(b.Input))
+		h.str(string(b.Raw))
 		if b.Media != nil {
 			// Only inline text is counted; an image's bytes cost MediaTokens whatever they are.
-			writeField(h, b.Media.SourceType)
+			h.str(b.Media.SourceType)
 			if b.Media.SourceType == "text" {
-				writeField(h, b.Media.Data)
+				h.str(b.Media.Data)
 			}
 		}
-		hashBlocks(h, b.Content)
+		h.blocks(b.Content)
 	}
-}
-
-// writeField writes the length first, so ("ab","c") and ("a","bc") hash differently.
-func writeField(h *maphash.Hash, s string) {
-	writeInt(h, int64(len(s)))
-	_, _ = h.WriteString(s)
-}
-
-func writeInt(h *maphash.Hash, v int64) {
-	var buf [8]byte
-	for i := range buf {
-		buf[i] = byte(v >> (8 * i))
-	}
-	_, _ = h.Write(buf[:])
 }
