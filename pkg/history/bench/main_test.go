@@ -6,8 +6,10 @@ import (
 	"os"
 	"testing"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/parley-dev/parley/pkg/history"
 	"github.com/parley-dev/parley/pkg/history/configmap"
@@ -31,6 +33,7 @@ func TestMain(m *testing.M) {
 	}
 	var stop func()
 	var err error
+	ctrllog.SetLogger(logr.Discard())
 	if restConfig, stop, err = kubeenv.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

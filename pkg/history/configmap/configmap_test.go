@@ -6,10 +6,12 @@ import (
 	"os"
 	"testing"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/parley-dev/parley/pkg/history"
 	"github.com/parley-dev/parley/pkg/history/configmap"
@@ -27,6 +29,7 @@ func TestMain(m *testing.M) {
 		}
 		return newStore(cfg, 0)
 	})
+	ctrllog.SetLogger(logr.Discard())
 	cfg, stop, err := kubeenv.Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
