@@ -42,7 +42,13 @@ crds=(config/crd/bases/*.yaml)
 if [ -e "${crds[0]}" ]; then
   # Server-side: the Conversation CRD is too large for the last-applied annotation.
   kubectl apply --server-side --force-conflicts -f config/crd/bases
-  kubectl wait --for condition=Established -f config/crd/bases --timeout 60s >/dev/null
+  # (kubectl wait fails on a CRD that has no conditions yet, so poll.)
+  for _ in $(seq 1 300); do
+    established=$(kubectl get -f config/crd/bases \
+      -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Established")].status}{"\n"}{end}')
+    [ "$(grep -c True <<<"$established")" = "${#crds[@]}" ] && break
+    sleep 0.2
+  done
 else
   warn "no CRDs in config/crd/bases yet"
 fi
@@ -129,7 +135,7 @@ Explore:
   export KUBECONFIG=$KUBECONFIG
   kubectl get conv,ckpt,pods
   kubectl describe conv ${conv:-NAME}
-  kubectl logs sample-agent
+$([ "$with_node" = 1 ] && echo "  kubectl logs sample-agent" || echo "  hack/local-cluster logs   # kubelet.log, containerd.log: why the node failed")
   hack/local-cluster status
 
 Stop everything (cluster, node, manager): make cluster-down
