@@ -151,7 +151,3 @@ type CheckpointList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []Checkpoint `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&Checkpoint{}, &CheckpointList{})
-}

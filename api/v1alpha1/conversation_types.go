@@ -72,7 +72,7 @@ type SystemPrompt struct {
 
 	// configMapKeyRef names a key of a ConfigMap in the Conversation's namespace.
 	// +optional
-	ConfigMapKeyRef *corev1.ConfigMapKeySelector `json:"configMapKeyRef,omitempty"`
+	ConfigMapKeyRef *ConfigMapKeyReference `json:"configMapKeyRef,omitempty"`
 }
 
 // SeedFormat is the encoding of seed messages.
@@ -92,7 +92,7 @@ const (
 type SeedSource struct {
 	// configMapKeyRef names a key of a ConfigMap in the Conversation's namespace.
 	// +required
-	ConfigMapKeyRef corev1.ConfigMapKeySelector `json:"configMapKeyRef"`
+	ConfigMapKeyRef ConfigMapKeyReference `json:"configMapKeyRef"`
 
 	// format of the seed.
 	// +optional
@@ -133,7 +133,7 @@ type ConfigMapHistory struct {
 }
 
 // ObjectStoreHistory keeps history in an S3-compatible bucket.
-// +kubebuilder:validation:XValidation:rule="self.bucket == oldSelf.bucket && self.endpoint == oldSelf.endpoint && (has(self.prefix) ? self.prefix : '') == (has(oldSelf.prefix) ? oldSelf.prefix : '')",message="objectStore endpoint, bucket and prefix are immutable: the history already written lives there"
+// +kubebuilder:validation:XValidation:rule="self.bucket == oldSelf.bucket && self.endpoint == oldSelf.endpoint && (has(self.prefix) ? self.prefix : ”) == (has(oldSelf.prefix) ? oldSelf.prefix : ”)",message="objectStore endpoint, bucket and prefix are immutable: the history already written lives there"
 type ObjectStoreHistory struct {
 	// endpoint is the S3 endpoint as host[:port] or an http(s) URL.
 	// +required
@@ -169,12 +169,12 @@ type ObjectStoreHistory struct {
 	// credentialsSecretRef names a Secret in the Conversation's namespace with the keys
 	// accessKeyID and secretAccessKey. Only the manager reads it; agents never see it.
 	// +required
-	CredentialsSecretRef *corev1.LocalObjectReference `json:"credentialsSecretRef"`
+	CredentialsSecretRef *SecretReference `json:"credentialsSecretRef"`
 
 	// caBundleSecretRef names a Secret whose key ca.crt holds the CA that signed the endpoint's
 	// certificate.
 	// +optional
-	CABundleSecretRef *corev1.LocalObjectReference `json:"caBundleSecretRef,omitempty"`
+	CABundleSecretRef *SecretReference `json:"caBundleSecretRef,omitempty"`
 }
 
 // ExpirationPolicy says what happens to the history when a conversation expires.
@@ -317,7 +317,7 @@ type SummarizerSpec struct {
 
 	// credentialsSecretRef names a Secret whose key apiKey holds the API key.
 	// +required
-	CredentialsSecretRef *corev1.LocalObjectReference `json:"credentialsSecretRef"`
+	CredentialsSecretRef *SecretReference `json:"credentialsSecretRef"`
 }
 
 // AgentAdapter tells Parley how the agent resumes.
@@ -613,8 +613,4 @@ type ConversationList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []Conversation `json:"items"`
-}
-
-func init() {
-	SchemeBuilder.Register(&Conversation{}, &ConversationList{})
 }

@@ -98,7 +98,7 @@ var _ = Describe("Conversation controller on a real apiserver", func() {
 		Expect(cond.Message).To(ContainSubstring("ttl 3s reached"))
 		Expect(meta.IsStatusConditionFalse(conv.Status.Conditions, parleyv1alpha1.ConditionReady)).To(BeTrue())
 		// The transition happened no earlier than the expiry instant.
-		Expect(cond.LastTransitionTime.Time).To(BeTemporally(">=", conv.Status.ExpiresAt.Time.Add(-time.Second)))
+		Expect(cond.LastTransitionTime.Time).To(BeTemporally(">=", conv.Status.ExpiresAt.Add(-time.Second)))
 
 		By("recording an Expired event on the object")
 		Eventually(func(g Gomega) {

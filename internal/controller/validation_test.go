@@ -105,6 +105,14 @@ var _ = Describe("Admission of Conversations and Checkpoints by the real apiserv
   objectStore:
     endpoint: s3.example.com
     bucket: parley`), "spec.history.objectStore.credentialsSecretRef: Required value"),
+		Entry("an objectStore whose credentials Secret has no name",
+			conversation(`history:
+  objectStore:
+    endpoint: s3.example.com
+    bucket: parley
+    credentialsSecretRef: {}`), "spec.history.objectStore.credentialsSecretRef.name: Required value"),
+		Entry("a system prompt reference without a key",
+			conversation(cmHistory+"systemPrompt:\n  configMapKeyRef: {name: prompts}"), "spec.systemPrompt.configMapKeyRef.key: Required value"),
 		Entry("an objectStore without a bucket",
 			conversation(`history:
   objectStore:
