@@ -43,7 +43,18 @@ func NewTextCounter(name string) (TextCounter, error) {
 type bpeCounter struct {
 	name  string
 	codec tokenizer.Codec
+	// short remembers the counts of short texts. Tokenizing one costs microseconds of
+	// fixed overhead in the regexp engine whatever its length, and short texts repeat: tool
+	// names, the placeholder of cleared tool results, one-word answers.
+	short *countCache
 }
+
+const (
+	// maxShortText is the longest text remembered in bpeCounter.short, in bytes.
+	maxShortText = 64
+	// shortTextEntries bounds bpeCounter.short.
+	shortTextEntries = 1 << 14
+)
 
 func newBPECounter(encoding tokenizer.Encoding) (*bpeCounter, error) {
 	codec, err := tokenizer.Get(encoding)
@@ -52,7 +63,7 @@ func newBPECounter(encoding tokenizer.Encoding) (*bpeCounter, error) {
 	}
 	// Replace invalid UTF-8 with U+FFFD first, as tiktoken does, so that counting never fails.
 	codec.SetErrorMode(tokenizer.ErrorModeReplace)
-	return &bpeCounter{name: string(encoding), codec: codec}, nil
+	return &bpeCounter{name: string(encoding), codec: codec, short: newCountCache(shortTextEntries)}, nil
 }
 
 func (c *bpeCounter) Name() string { return c.name }
@@ -61,6 +72,19 @@ func (c *bpeCounter) CountText(text string) int {
 	if text == "" {
 		return 0
 	}
+	if len(text) > maxShortText {
+		return c.count(text)
+	}
+	key := cacheKey{id: text}
+	if n, ok := c.short.get(key); ok {
+		return n
+	}
+	n := c.count(text)
+	c.short.put(key, n)
+	return n
+}
+
+func (c *bpeCounter) count(text string) int {
 	n, err := c.codec.Count(text)
 	if err != nil {
 		// Only a regexp failure gets here (invalid UTF-8 is replaced): fall back to the

@@ -119,3 +119,22 @@ func sampleTexts(tb testing.TB) map[string]string {
 	}
 	return out
 }
+
+func TestBPEShortTextsAreRemembered(t *testing.T) {
+	c, err := newBPECounter("cl100k_base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, long := "[tool output cleared]", strings.Repeat("word ", 20)
+	first := c.CountText(short)
+	if n, ok := c.short.get(cacheKey{id: short}); !ok || n != first {
+		t.Fatalf("short text not remembered: %d %v", n, ok)
+	}
+	if c.CountText(short) != first {
+		t.Error("remembered count differs")
+	}
+	c.CountText(long)
+	if _, ok := c.short.get(cacheKey{id: long}); ok {
+		t.Error("long text remembered")
+	}
+}
