@@ -229,13 +229,18 @@ func TestReduceForkDoesNotAlias(t *testing.T) {
 }
 
 func TestEventsReplayRebuildsImportedState(t *testing.T) {
-	s := importFixtureSession(t)
-	got, err := ReduceAll(Shell(&s), Events(&s))
+	openCode, err := ImportOpenCode(readFixture(t, "opencode/main-opencode-transcript.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(s, got); diff != "" {
-		t.Errorf("replayed state differs (-import +replay):\n%s", diff)
+	for name, s := range map[string]State{"claude": importFixtureSession(t), "opencode": openCode} {
+		got, err := ReduceAll(Shell(&s), Events(&s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(s, got); diff != "" {
+			t.Errorf("%s: replayed state differs (-import +replay):\n%s", name, diff)
+		}
 	}
 }
 
