@@ -21,6 +21,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -86,6 +88,15 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	host, err := os.Hostname()
 	Expect(err).NotTo(HaveOccurred())
 	nodeName = strings.ToLower(host)
+
+	By("checking the real node " + nodeName + " is Ready")
+	Eventually(func(g Gomega) {
+		node, err := clientset.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(node.Status.Conditions).To(ContainElement(SatisfyAll(
+			HaveField("Type", corev1.NodeReady), HaveField("Status", corev1.ConditionTrue))))
+	}).WithContext(ctx).WithTimeout(2*time.Minute).WithPolling(poll).Should(Succeed(),
+		"the e2e specs need the real node; a cluster started with PARLEY_CLUSTER_NODE=0 has none")
 }, NodeTimeout(30*time.Minute))
 
 var _ = AfterSuite(func(ctx SpecContext) {
