@@ -1,0 +1,52 @@
+package compact
+
+import (
+	"os"
+	"testing"
+
+	"github.com/parley-dev/parley/pkg/conversation"
+	"github.com/parley-dev/parley/pkg/conversation/tokens"
+)
+
+// The strategies keep their promises on real transcripts too: a Claude Code session (where
+// a user message sits between the results of one assistant message's calls) and an
+// OpenCode export, at budgets from a tenth of the state to all of it.
+func TestStrategiesOnRealTranscripts(t *testing.T) {
+	imports := map[string]func([]byte) (conversation.State, error){
+		"testdata/claude-main-transcript.jsonl": conversation.ImportClaudeJSONL,
+		"testdata/opencode-transcript.json":     conversation.ImportOpenCode,
+	}
+	counter, err := tokens.New(tokens.Cl100kBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, importer := range imports {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := importer(data)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if len(s.Messages) < 5 {
+			t.Fatalf("%s: only %d messages", path, len(s.Messages))
+		}
+		total := counter.CountState(&s)
+		folded := 0
+		for _, share := range []int{10, 30, 50, 70, 90, 100} {
+			for keep := range 4 {
+				p := Policy{Budget: total * share / 100, KeepRecentMessages: keep, Counter: counter, Summarizer: fixedSummary("short summary"), SummaryMaxTokens: 20}
+				for _, strategy := range []Strategy{StrategySlidingWindow, StrategyClearToolResults, StrategySummarize} {
+					checkStrategy(t, strategy, &s, p)
+					if _, rec, _ := Compact(t.Context(), strategy, &s, p); rec.MessagesFolded > 0 {
+						folded++
+					}
+				}
+			}
+		}
+		if folded == 0 {
+			t.Errorf("%s: no strategy compacted anything", path)
+		}
+	}
+}
