@@ -80,6 +80,7 @@ test: manifests generate fmt vet envtest s3-server ## Unit, envtest (real kube-a
 
 .PHONY: test-e2e
 test-e2e: ## End-to-end tests on the local cluster (real control plane and node).
+	hack/build-binaries.sh cluster >/dev/null # before the test timeout starts: cold, this takes minutes
 	$(GO) test -tags e2e ./test/e2e/ -v -ginkgo.v -timeout 30m
 
 .PHONY: fuzz
