@@ -1,6 +1,8 @@
 package compact
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -86,5 +88,35 @@ func TestTruncateKeepsRunes(t *testing.T) {
 	got := truncate(strings.Repeat("日", 10), 10) // 30 bytes
 	if got != "日日日…" {
 		t.Errorf("%q", got)
+	}
+}
+
+func TestSleepContext(t *testing.T) {
+	if err := sleepContext(t.Context(), time.Millisecond); err != nil {
+		t.Errorf("sleep: %v", err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := sleepContext(ctx, time.Hour); !errors.Is(err, context.Canceled) {
+		t.Errorf("sleep after cancel: %v", err)
+	}
+}
+
+// Through the public constructor, with the real wait between attempts.
+func TestNewSummarizerRetriesForReal(t *testing.T) {
+	fp := newFakeProvider(t,
+		reply{status: http.StatusServiceUnavailable, body: `{"type":"error","error":{"type":"api_error","message":"Internal server error"}}`},
+		reply{status: http.StatusOK, body: anthropicOK})
+	cfg := testConfig(fp.server.URL)
+	cfg.InitialBackoff = time.Millisecond
+	s, err := NewSummarizer(ProviderAnthropic, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Summarize(t.Context(), SummaryRequest{Messages: foldedMessages()}); err != nil {
+		t.Fatal(err)
+	}
+	if len(fp.calls()) != 2 {
+		t.Errorf("%d calls", len(fp.calls()))
 	}
 }
