@@ -80,6 +80,7 @@ func BenchmarkSlidingWindow(b *testing.B) {
 			}
 			p := Policy{Budget: TargetBudget(200_000, 80), KeepRecentMessages: 10, Counter: counter}
 			var rec Record
+			cpu := startCPUClock()
 			for b.Loop() {
 				if !tc.warm && tc.tokenizer != tokens.Approximate {
 					b.StopTimer()
@@ -94,6 +95,7 @@ func BenchmarkSlidingWindow(b *testing.B) {
 			if rec.MessagesFolded == 0 || rec.TokensAfter > p.Budget {
 				b.Fatalf("not compacted: %+v", rec)
 			}
+			cpu.report(b, 0)
 			b.ReportMetric(float64(rec.TokensBefore), "tokens-before")
 			b.ReportMetric(float64(rec.MessagesFolded), "folded")
 		})
@@ -109,9 +111,11 @@ func BenchmarkClearToolResults(b *testing.B) {
 	}
 	counter.CountState(s)
 	p := Policy{Budget: TargetBudget(200_000, 80), KeepRecentMessages: 10, Counter: counter}
+	cpu := startCPUClock()
 	for b.Loop() {
 		if _, _, err := ClearToolResults(s, p); err != nil {
 			b.Fatal(err)
 		}
 	}
+	cpu.report(b, 0)
 }

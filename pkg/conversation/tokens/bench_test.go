@@ -27,10 +27,12 @@ func BenchmarkCountText(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.SetBytes(int64(len(corpus)))
+			cpu := startCPUClock()
 			for b.Loop() {
 				c.CountText(corpus)
 			}
 			b.ReportMetric(float64(refTokens)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+			cpu.report(b, refTokens)
 		})
 	}
 }
@@ -62,10 +64,12 @@ func BenchmarkCountState(b *testing.B) {
 					b.Fatal(err)
 				}
 				c.CountState(&state) // warms the cache
+				cpu := startCPUClock()
 				for b.Loop() {
 					c.CountState(&state)
 				}
 				b.ReportMetric(float64(refTokens)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+				cpu.report(b, refTokens)
 			})
 		}
 	}
