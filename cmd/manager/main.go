@@ -21,6 +21,7 @@ import (
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 	"github.com/parley-dev/parley/internal/controller"
+	"github.com/parley-dev/parley/internal/metrics"
 )
 
 var scheme = runtime.NewScheme()
@@ -121,6 +122,8 @@ func run(ctx context.Context, o options) error {
 	}).SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the Checkpoint controller: %w", err)
 	}
+
+	metrics.Register(mgr.GetClient())
 
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding health check: %w", err)

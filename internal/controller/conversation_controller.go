@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -17,6 +18,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+	"github.com/parley-dev/parley/internal/metrics"
 )
 
 // conflictRetryDelay is how soon a reconcile that lost an optimistic-lock race runs again.
@@ -77,6 +79,9 @@ func (r *ConversationReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}
 	if d.expiredNow {
 		log.Info("session expired", "sessionID", d.status.SessionID, "expiresAt", d.status.ExpiresAt)
+		if cond := meta.FindStatusCondition(d.status.Conditions, parleyv1alpha1.ConditionExpired); cond != nil {
+			metrics.Expirations.WithLabelValues(cond.Reason).Inc()
+		}
 		r.Recorder.Eventf(conv, nil, corev1.EventTypeNormal, parleyv1alpha1.EventExpired, "Expire",
 			"session %s expired", d.status.SessionID)
 	}
