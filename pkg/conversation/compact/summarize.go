@@ -36,7 +36,8 @@ func Summarize(ctx context.Context, s *conversation.State, p Policy) (*conversat
 		maxSummary = DefaultSummaryMaxTokens
 	}
 	messages := s.Messages
-	fixed += p.Counter.CountText(SummaryPrefix) + maxSummary
+	emptySummary := conversation.Message{Role: conversation.RoleSystem, Blocks: []conversation.Block{{Type: conversation.BlockText, Text: SummaryPrefix}}}
+	fixed += p.Counter.CountMessage(&emptySummary) + maxSummary
 
 	cut := chooseCut(cutPoints(messages), costs, fixed, p.Budget, recentStart(len(messages), p.KeepRecentMessages))
 	if cut == 0 || onlyStandIns(messages[:cut]) {

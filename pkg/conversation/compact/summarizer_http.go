@@ -28,7 +28,8 @@ type HTTPConfig struct {
 	APIKey string
 	// HTTPClient defaults to a client with no overall timeout (AttemptTimeout bounds each try).
 	HTTPClient *http.Client
-	// AttemptTimeout bounds one HTTP attempt, including reading the body. Default 60s.
+	// AttemptTimeout bounds one HTTP attempt, including reading the body. Default 120s: a
+	// summary of a long history by a large model can take a minute or more.
 	AttemptTimeout time.Duration
 	// MaxAttempts is the number of tries, the first included. Default 4.
 	MaxAttempts int
@@ -41,7 +42,7 @@ type HTTPConfig struct {
 }
 
 const (
-	defaultAttemptTimeout   = 60 * time.Second
+	defaultAttemptTimeout   = 120 * time.Second
 	defaultMaxAttempts      = 4
 	defaultInitialBackoff   = time.Second
 	defaultMaxBackoff       = 30 * time.Second
