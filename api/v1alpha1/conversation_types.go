@@ -133,7 +133,7 @@ type ConfigMapHistory struct {
 }
 
 // ObjectStoreHistory keeps history in an S3-compatible bucket.
-// +kubebuilder:validation:XValidation:rule="self.bucket == oldSelf.bucket && self.endpoint == oldSelf.endpoint && (has(self.prefix) ? self.prefix : ”) == (has(oldSelf.prefix) ? oldSelf.prefix : ”)",message="objectStore endpoint, bucket and prefix are immutable: the history already written lives there"
+// +kubebuilder:validation:XValidation:rule="self.bucket == oldSelf.bucket && self.endpoint == oldSelf.endpoint && has(self.prefix) == has(oldSelf.prefix) && (!has(self.prefix) || self.prefix == oldSelf.prefix)",message="objectStore endpoint, bucket and prefix are immutable: the history already written lives there"
 type ObjectStoreHistory struct {
 	// endpoint is the S3 endpoint as host[:port] or an http(s) URL.
 	// +required

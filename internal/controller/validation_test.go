@@ -272,6 +272,13 @@ forkFrom: {checkpoint: before-refactor}`))
 				s["history"].(map[string]any)["objectStore"].(map[string]any)["bucket"] = "elsewhere"
 			})
 			Expect(err).To(MatchError(ContainSubstring("objectStore endpoint, bucket and prefix are immutable")))
+			err = update(obj, func(s map[string]any) {
+				s["history"].(map[string]any)["objectStore"].(map[string]any)["prefix"] = "moved/"
+			})
+			Expect(err).To(MatchError(ContainSubstring("objectStore endpoint, bucket and prefix are immutable")))
+			Expect(update(obj, func(s map[string]any) {
+				s["history"].(map[string]any)["objectStore"].(map[string]any)["region"] = "eu-west-1"
+			})).To(Succeed(), "fields other than the location stay editable")
 		})
 
 		It("allows raising the ttl and the configMap budget", func() {
