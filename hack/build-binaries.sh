@@ -81,49 +81,43 @@ build_kube() {
   done
 }
 
-build_etcd() {
-  local out=$cache/etcd-${ETCD_VERSION}-${arch}
-  [ -x "$out/etcd" ] && return 0
-  log "building etcd ${ETCD_VERSION}"
-  scratch "$cache/src/etcd-${ETCD_VERSION}"
-  go get "go.etcd.io/etcd/server/v3@${ETCD_VERSION}" >/dev/null 2>&1
+# build_module NAME MODULE VERSION PACKAGE: go build one command of a module into
+# $cache/NAME-VERSION-ARCH/NAME, in a scratch module of its own.
+build_module() {
+  local name=$1 module=$2 version=$3 package=$4
+  local out=$cache/${name}-${version}-${arch}
+  [ -x "$out/$name" ] && return 0
+  log "building $name $version"
+  scratch "$cache/src/${name}-${version}"
+  printf '//go:build tools\npackage tools\nimport _ "%s"\n' "$package" >tools.go
+  go get "${module}@${version}" >/dev/null 2>&1
+  go mod tidy >/dev/null
   mkdir -p "$out"
-  CGO_ENABLED=0 go build -ldflags "-s -w" -o "$out/etcd.tmp" go.etcd.io/etcd/server/v3
-  mv "$out/etcd.tmp" "$out/etcd"
+  CGO_ENABLED=0 go build -ldflags "-s -w" -o "$out/$name.tmp" "$package"
+  mv "$out/$name.tmp" "$out/$name"
+}
+
+build_etcd() {
+  build_module etcd go.etcd.io/etcd/server/v3 "$ETCD_VERSION" go.etcd.io/etcd/server/v3
 }
 
 build_kwok() {
   local out=$cache/kwok-${KWOK_VERSION}-${arch}
-  [ -x "$out/kwok" ] && return 0
-  log "building kwok ${KWOK_VERSION}"
-  scratch "$cache/src/kwok-${KWOK_VERSION}"
-  printf '//go:build tools\npackage tools\nimport _ "sigs.k8s.io/kwok/cmd/kwok"\n' >tools.go
-  go get "sigs.k8s.io/kwok@${KWOK_VERSION}" >/dev/null 2>&1
-  go mod tidy >/dev/null
+  [ -x "$out/kwok" ] && [ -d "$out/stages" ] && return 0
+  build_module kwok sigs.k8s.io/kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok
+  # kwok refuses to start without stages: ship the "fast" node and pod stages of the module.
+  # The stage YAMLs only, not the kustomization.yaml files (one per folder, same name).
+  local dir f
+  dir=$(cd "$cache/src/kwok-${KWOK_VERSION}" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
   mkdir -p "$out/stages"
-  CGO_ENABLED=0 go build -ldflags "-s -w" -o "$out/kwok.tmp" sigs.k8s.io/kwok/cmd/kwok
-  local dir
-  dir=$(go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
-  # The stage YAMLs, not the kustomization.yaml files (one per folder, same name: cp refuses).
-  local f
   for f in "$dir"/kustomize/stage/node/fast/*.yaml "$dir"/kustomize/stage/pod/fast/*.yaml; do
     [ "$(basename "$f")" = kustomization.yaml ] || cp -f "$f" "$out/stages/"
   done
   chmod u+w "$out"/stages/*.yaml
-  mv "$out/kwok.tmp" "$out/kwok"
 }
 
 build_versitygw() {
-  local out=$cache/versitygw-${VERSITYGW_VERSION}-${arch}
-  [ -x "$out/versitygw" ] && return 0
-  log "building versitygw ${VERSITYGW_VERSION}"
-  scratch "$cache/src/versitygw-${VERSITYGW_VERSION}"
-  printf '//go:build tools\npackage tools\nimport _ "github.com/versity/versitygw/cmd/versitygw"\n' >tools.go
-  go get "github.com/versity/versitygw@${VERSITYGW_VERSION}" >/dev/null 2>&1
-  go mod tidy >/dev/null
-  mkdir -p "$out"
-  CGO_ENABLED=0 go build -ldflags "-s -w" -o "$out/versitygw.tmp" github.com/versity/versitygw/cmd/versitygw
-  mv "$out/versitygw.tmp" "$out/versitygw"
+  build_module versitygw github.com/versity/versitygw "$VERSITYGW_VERSION" github.com/versity/versitygw/cmd/versitygw
 }
 
 # link_into DEST FILE...: symlink cached binaries into a bin/ folder of the clone.
