@@ -204,14 +204,14 @@ func mapError(key string, err error) error {
 	case apierrors.IsNotFound(err):
 		return fmt.Errorf("configmap %s: %w", key, history.ErrNotFound)
 	case apierrors.IsAlreadyExists(err), apierrors.IsConflict(err):
-		return fmt.Errorf("configmap %s: %w: %v", key, history.ErrConflict, err)
+		return fmt.Errorf("configmap %s: %w: %w", key, history.ErrConflict, err)
 	case apierrors.IsRequestEntityTooLargeError(err),
 		apierrors.IsInvalid(err) && strings.Contains(err.Error(), "Too long"):
-		return fmt.Errorf("configmap %s: %w: %v%s", key, history.ErrTooLarge, err, tooLargeHint)
+		return fmt.Errorf("configmap %s: %w: %w%s", key, history.ErrTooLarge, err, tooLargeHint)
 	case apierrors.IsServerTimeout(err), apierrors.IsTimeout(err), apierrors.IsTooManyRequests(err),
 		apierrors.IsServiceUnavailable(err), apierrors.IsInternalError(err), apierrors.IsUnexpectedServerError(err),
 		errors.As(err, &netErr):
-		return fmt.Errorf("configmap %s: %w: %v", key, history.ErrUnavailable, err)
+		return fmt.Errorf("configmap %s: %w: %w", key, history.ErrUnavailable, err)
 	default:
 		return fmt.Errorf("configmap %s: %w", key, err)
 	}

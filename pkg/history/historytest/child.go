@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -91,7 +92,7 @@ func runChild(open func() (history.Store, error)) error {
 					return
 				}
 				outMu.Lock()
-				fmt.Fprintf(out, "ack %s %d\n", id, seqs[0])
+				_, _ = fmt.Fprintf(out, "ack %s %d\n", id, seqs[0])
 				_ = out.Flush() // an ack counts only once the parent can see it
 				outMu.Unlock()
 			}
@@ -149,7 +150,8 @@ func (c *child) wait(t *testing.T, wantKilled bool) map[string]uint64 {
 		t.Fatalf("child did not finish; stderr:\n%s", c.stderr.String())
 	}
 	killed := false
-	if ee, ok := err.(*exec.ExitError); ok {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
 			killed = true
 		}

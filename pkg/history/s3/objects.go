@@ -113,10 +113,10 @@ func mapError(key string, err error) error {
 		resp.StatusCode == http.StatusConflict: // ConditionalRequestConflict
 		return fmt.Errorf("s3 %s: %w: %s", key, history.ErrConflict, resp.Code)
 	case resp.Code == "EntityTooLarge":
-		return fmt.Errorf("s3 %s: %w: %v", key, history.ErrTooLarge, err)
+		return fmt.Errorf("s3 %s: %w: %w", key, history.ErrTooLarge, err)
 	case resp.StatusCode >= 500, resp.StatusCode == http.StatusTooManyRequests, errors.As(err, &netErr),
 		errors.Is(err, io.ErrUnexpectedEOF):
-		return fmt.Errorf("s3 %s: %w: %v", key, history.ErrUnavailable, err)
+		return fmt.Errorf("s3 %s: %w: %w", key, history.ErrUnavailable, err)
 	default:
 		return fmt.Errorf("s3 %s: %w", key, err)
 	}

@@ -93,7 +93,7 @@ func decodeEntries(data []byte) ([]history.Entry, error) {
 		i := bytes.IndexByte(lines, '\n')
 		var l line
 		if err := json.Unmarshal(lines[:i], &l); err != nil {
-			return nil, fmt.Errorf("%w: segment line: %v", history.ErrCorrupt, err)
+			return nil, fmt.Errorf("%w: segment line: %w", history.ErrCorrupt, err)
 		}
 		e := history.Entry{Seq: l.Seq, ID: l.ID, Data: l.B64}
 		if l.JSON != nil {

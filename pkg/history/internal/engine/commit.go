@@ -131,8 +131,10 @@ func (h *log) commitBatch(batch []*request) {
 		var sealedTail []string
 		sealedTail, err = h.tryCommit(ctx, p)
 		if err == nil {
-			for _, key := range sealedTail {
-				_ = h.objects.Delete(ctx, key) // sealed: the index no longer points here
+			// Sealed: the index no longer points at these. Deleting them must
+			// not delay the acknowledgement; leftovers are Retain's job.
+			if len(sealedTail) > 0 {
+				go h.deleteQuietly(sealedTail)
 			}
 			return
 		}
@@ -326,4 +328,14 @@ func (h *log) writeSealed(ctx context.Context, tag string, entries []history.Ent
 		h.sealed.set(tag, append(append([]dataKey(nil), known...), keys...))
 	}
 	return nil
+}
+
+func (h *log) deleteQuietly(keys []string) {
+	ctx, cancel := context.WithTimeout(h.store.ctx, h.opts.OpTimeout)
+	defer cancel()
+	for _, key := range keys {
+		if h.objects.Delete(ctx, key) != nil {
+			return
+		}
+	}
 }

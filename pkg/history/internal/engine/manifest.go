@@ -61,7 +61,7 @@ func (m manifest) successor() manifest {
 func decodeManifest(data []byte) (manifest, error) {
 	var m manifest
 	if err := json.Unmarshal(data, &m); err != nil {
-		return manifest{}, fmt.Errorf("%w: index: %v", history.ErrCorrupt, err)
+		return manifest{}, fmt.Errorf("%w: index: %w", history.ErrCorrupt, err)
 	}
 	if m.Format != manifestFormat {
 		return manifest{}, fmt.Errorf("%w: index format %d not supported", history.ErrCorrupt, m.Format)

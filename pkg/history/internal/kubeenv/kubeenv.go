@@ -44,8 +44,8 @@ func assetsDir() (string, error) {
 			return dir, nil
 		}
 	}
-	return "", errors.New("no kube-apiserver for envtest: run `make test` (it builds bin/k8s/envtest and sets KUBEBUILDER_ASSETS), " +
-		"or `make envtest` and then KUBEBUILDER_ASSETS=$PWD/bin/k8s/envtest go test ./pkg/history/...")
+	return "", errors.New("no kube-apiserver for envtest; run `make test`, which builds bin/k8s/envtest and sets KUBEBUILDER_ASSETS " +
+		"(or run `make envtest` and set KUBEBUILDER_ASSETS=$PWD/bin/k8s/envtest)")
 }
 
 func repoRoot() (string, error) {

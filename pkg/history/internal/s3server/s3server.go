@@ -103,8 +103,8 @@ func binary() (string, error) {
 		}
 	}
 	if _, err := os.Stat(bin); bin == "" || err != nil {
-		return "", fmt.Errorf("no versitygw (looked at %q): run `make test` (it builds bin/s3/versitygw and sets %s), "+
-			"or `make s3-server` and then %s=$PWD/bin/s3/versitygw go test ./pkg/history/...", bin, EnvBinary, EnvBinary)
+		return "", fmt.Errorf("no versitygw at %q; run `make test`, which builds bin/s3/versitygw and sets %s "+
+			"(or run `make s3-server` and set %s=$PWD/bin/s3/versitygw)", bin, EnvBinary, EnvBinary)
 	}
 	return bin, nil
 }
