@@ -207,8 +207,12 @@ func TestClaudeProjectDir(t *testing.T) {
 }
 
 func FuzzImportClaudeJSONL(f *testing.F) {
-	for _, name := range []string{"main-transcript.jsonl", "subagent-transcript.jsonl"} {
-		f.Add(readFixture(f, "claude-code/"+name))
+	// One or two fixture lines per seed: a queue operation, a prompt, two lines of one
+	// message, a tool result naming its subagent, a subagent line.
+	main := nonEmptyLines(readFixture(f, "claude-code/main-transcript.jsonl"))
+	sub := nonEmptyLines(readFixture(f, "claude-code/subagent-transcript.jsonl"))
+	for _, lines := range [][][]byte{main[0:1], main[1:2], main[2:4], main[7:8], sub[0:1]} {
+		f.Add(compactSeed(f, bytes.Join(lines, []byte("\n")), 2))
 	}
 	f.Add([]byte(`{"type":"assistant","uuid":"u","message":{"id":"m","role":"assistant","content":[{"type":"tool_use","id":"t","name":"x","input":{}}]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {

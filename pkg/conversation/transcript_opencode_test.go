@@ -88,7 +88,7 @@ func TestImportOpenCodeErrors(t *testing.T) {
 }
 
 func FuzzImportOpenCode(f *testing.F) {
-	f.Add(readFixture(f, "opencode/main-opencode-transcript.json"))
+	f.Add(compactSeed(f, readFixture(f, "opencode/main-opencode-transcript.json"), 1))
 	f.Add([]byte(`{"info":{"id":"s"},"messages":[{"info":{"id":"m","role":"assistant"},"parts":[{"type":"tool","callID":"c","tool":"task","state":{"status":"running","input":{}}}]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := ImportOpenCode(data)
