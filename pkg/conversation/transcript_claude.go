@@ -172,6 +172,35 @@ func (imp *claudeImporter) thread(key string) *claudeThread {
 
 // readFile reads one file. agentID is "" for the main transcript.
 func (imp *claudeImporter) readFile(data []byte, agentID string) error {
+	lines, err := parseClaudeLines(data)
+	if err != nil {
+		return err
+	}
+	abandoned := abandonedBranches(lines)
+	for i := range lines {
+		pl := &lines[i]
+		if !pl.decoded || abandoned[i] {
+			imp.keepRaw(pl.raw, threadOf(&pl.line, agentID))
+			continue
+		}
+		if err := imp.readLine(pl.raw, &pl.line, agentID); err != nil {
+			return fmt.Errorf("%w: line %d: %w", ErrTranscript, pl.number, err)
+		}
+	}
+	return nil
+}
+
+// parsedLine is one non-empty transcript line; decoded is false for valid JSON of a shape
+// the importer does not know.
+type parsedLine struct {
+	raw     []byte
+	number  int
+	line    claudeLine
+	decoded bool
+}
+
+func parseClaudeLines(data []byte) ([]parsedLine, error) {
+	lines := make([]parsedLine, 0, bytes.Count(data, []byte{'\n'})+1)
 	lineNo := 0
 	for len(data) > 0 {
 		var line []byte
@@ -185,36 +214,40 @@ func (imp *claudeImporter) readFile(data []byte, agentID string) error {
 		if len(line) == 0 {
 			continue
 		}
-		if err := imp.readLine(line, agentID); err != nil {
-			return fmt.Errorf("%w: line %d: %w", ErrTranscript, lineNo, err)
+		pl := parsedLine{raw: line, number: lineNo}
+		if err := json.Unmarshal(line, &pl.line, lenientJSON); err != nil {
+			if !jsontext.Value(line).IsValid(jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true)) {
+				return nil, fmt.Errorf("%w: line %d: %w", ErrTranscript, lineNo, err)
+			}
+			pl.line = claudeLine{} // valid JSON of a shape we do not know: kept raw
+		} else {
+			pl.decoded = true
 		}
+		lines = append(lines, pl)
 	}
-	return nil
+	return lines, nil
 }
 
-func (imp *claudeImporter) readLine(line []byte, fileAgent string) error {
-	var l claudeLine
-	if err := json.Unmarshal(line, &l, lenientJSON); err != nil {
-		if !jsontext.Value(line).IsValid(jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true)) {
-			return err
-		}
-		// Valid JSON of a shape we do not know: keep it.
-		imp.keepRaw(line, fileAgent)
-		return nil
+// threadOf is the thread a line belongs to: the subagent file's, a sidechain's agent, or the
+// main thread ("").
+func threadOf(l *claudeLine, fileAgent string) string {
+	if fileAgent != "" || !l.IsSidechain {
+		return fileAgent
 	}
+	if l.AgentID != "" {
+		return l.AgentID
+	}
+	return "sidechain"
+}
+
+func (imp *claudeImporter) readLine(line []byte, l *claudeLine, fileAgent string) error {
 	if imp.state.SessionID == "" {
 		imp.state.SessionID = l.SessionID
 	}
 	if imp.state.CWD == "" && fileAgent == "" {
 		imp.state.CWD = l.CWD
 	}
-	threadKey := fileAgent
-	if threadKey == "" && l.IsSidechain {
-		threadKey = l.AgentID
-		if threadKey == "" {
-			threadKey = "sidechain"
-		}
-	}
+	threadKey := threadOf(l, fileAgent)
 	if (l.Type != "user" && l.Type != "assistant") || l.UUID == "" || l.Message == nil {
 		imp.keepRaw(line, threadKey)
 		return nil
@@ -261,14 +294,14 @@ func (imp *claudeImporter) readLine(line []byte, fileAgent string) error {
 	if cm.ID != "" {
 		m.Source.IDs = []string{cm.ID}
 	}
-	m.Flags = claudeFlags(&l)
+	m.Flags = claudeFlags(l)
 	switch {
 	case l.Type == "assistant":
 		m.Role = RoleAssistant
 	case hasBlock(blocks, BlockToolResult):
 		m.Role = RoleTool
 		m.Blocks = resultsFirst(blocks)
-		imp.linkSubagent(&l, m.Blocks)
+		imp.linkSubagent(l, m.Blocks)
 	}
 	t.messages = append(t.messages, m)
 	t.records = append(t.records, []claudeLineRecord{rec})

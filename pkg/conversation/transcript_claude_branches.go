@@ -1,0 +1,72 @@
+package conversation
+
+import "bytes"
+
+// abandonedBranches finds the message lines a rewind left behind. Claude Code never deletes
+// lines: editing an earlier prompt appends a new user line whose parentUuid is the edited
+// prompt's parent, and the SDK resumes along the chain that leads to the newest line. So where
+// a line on that chain has a child off the chain that is a user prompt (not a tool result),
+// the prompt and everything below it is an abandoned branch: kept as raw records (written
+// back on export), left out of the conversation. Forks anywhere else (tool results, progress
+// lines) are left alone: file order stands, nothing is dropped on a guess.
+func abandonedBranches(lines []parsedLine) map[int]bool {
+	index := make(map[string]int, len(lines))
+	children := make(map[string][]int, len(lines))
+	for i := range lines {
+		l := &lines[i].line
+		if l.UUID == "" {
+			continue
+		}
+		index[l.UUID] = i
+		if l.ParentUUID != "" {
+			children[l.ParentUUID] = append(children[l.ParentUUID], i)
+		}
+	}
+	onChain := map[int]bool{}
+	var abandoned map[int]bool
+	// One chain per thread: main, and each sidechain kept in the main file.
+	leaves := map[string]int{}
+	for i := range lines {
+		l := &lines[i].line
+		if lines[i].decoded && l.UUID != "" && (l.Type == "user" || l.Type == "assistant") {
+			leaves[threadOf(l, "")] = i
+		}
+	}
+	for _, leaf := range leaves {
+		for i, ok := leaf, true; ok && !onChain[i]; i, ok = index[lines[i].line.ParentUUID] {
+			onChain[i] = true
+		}
+	}
+	for i := range lines {
+		if !onChain[i] {
+			continue
+		}
+		for _, c := range children[lines[i].line.UUID] {
+			if onChain[c] || !isPrompt(&lines[c].line) {
+				continue
+			}
+			if abandoned == nil {
+				abandoned = map[int]bool{}
+			}
+			markSubtree(lines, children, c, abandoned)
+		}
+	}
+	return abandoned
+}
+
+func isPrompt(l *claudeLine) bool {
+	return l.Type == "user" && l.Message != nil && !bytes.Contains(l.Message.Content, []byte("tool_result"))
+}
+
+func markSubtree(lines []parsedLine, children map[string][]int, root int, marked map[int]bool) {
+	stack := []int{root}
+	for len(stack) > 0 {
+		i := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if marked[i] {
+			continue
+		}
+		marked[i] = true
+		stack = append(stack, children[lines[i].line.UUID]...)
+	}
+}
