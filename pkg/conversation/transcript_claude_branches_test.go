@@ -35,7 +35,7 @@ func TestImportClaudeDropsRewoundBranch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var texts []string
+	texts := make([]string, 0, len(s.Messages))
 	for _, m := range s.Messages {
 		texts = append(texts, m.Text())
 	}
