@@ -64,7 +64,7 @@ func ToAnthropic(s *State) (AnthropicConversation, error) {
 			}
 			role = r
 		}
-		pending = append(pending, sendable(m.Blocks)...)
+		pending = append(pending, forAnthropic(m)...)
 	}
 	if err := flush(); err != nil {
 		return conv, err
@@ -128,6 +128,25 @@ func clearIDs(blocks []Block) []Block {
 		blocks[i].ID = ""
 	}
 	return blocks
+}
+
+// forAnthropic is what of a message the Messages API can take: provider extras and unknown
+// blocks only when they came from Anthropic or Claude Code (an OpenAI content part would be
+// refused), and no unsigned thinking.
+func forAnthropic(m *Message) []Block {
+	blocks := sendable(m.Blocks)
+	if m.Source.Kind != SourceOpenAI && m.Source.Kind != SourceOpenCode {
+		return blocks
+	}
+	out := make([]Block, 0, len(blocks))
+	for _, b := range blocks {
+		if len(b.Raw) > 0 {
+			continue
+		}
+		b.Extra = nil
+		out = append(out, b)
+	}
+	return out
 }
 
 // sendable leaves out thinking blocks without a signature (from providers that do not sign

@@ -133,30 +133,47 @@ func toolResultText(b *Block) string {
 	return text
 }
 
-// openAIContent is a string for text-only content, else a list of parts.
+// openAIContent is a string for plain text content, else a list of parts. Provider extras
+// (Block.Extra, Block.Raw) are written back only to the provider they came from: an
+// Anthropic cache_control in an OpenAI request would be refused.
 func openAIContent(m *Message) (jsontext.Value, error) {
-	simple := true
+	native := m.Source.Kind == SourceOpenAI
+	simple := len(m.Blocks) <= 1
 	for _, b := range m.Blocks {
-		if b.Type != BlockText || len(b.Extra) > 0 {
+		if b.Type != BlockText || native && len(b.Extra) > 0 {
 			simple = false
 		}
 	}
-	if simple && len(m.Blocks) <= 1 {
+	if simple {
 		return mustString(m.Text()), nil
 	}
-	parts := make([]openAIPart, 0, len(m.Blocks))
+	parts := make([]jsontext.Value, 0, len(m.Blocks))
 	for _, b := range m.Blocks {
+		var extra jsontext.Value
+		if native {
+			extra = b.Extra
+		}
+		var part any
 		switch {
 		case b.Type == BlockText:
-			parts = append(parts, openAIPart{Type: "text", Text: b.Text, Rest: b.Extra})
+			part = openAIPart{Type: "text", Text: b.Text, Rest: extra}
 		case b.Type == BlockImage && b.Media != nil:
 			url := b.Media.URL
 			if url == "" && b.Media.SourceType == "base64" {
 				url = "data:" + b.Media.MediaType + ";base64," + b.Media.Data
 			}
 			if url != "" {
-				parts = append(parts, openAIPart{Type: "image_url", ImageURL: &openAIImageURL{URL: url}, Rest: b.Extra})
+				part = openAIPart{Type: "image_url", ImageURL: &openAIImageURL{URL: url}, Rest: extra}
 			}
+		case native && len(b.Raw) > 0:
+			parts = append(parts, b.Raw)
+		}
+		if part != nil {
+			raw, err := json.Marshal(part, lenientJSON)
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, raw)
 		}
 	}
 	return json.Marshal(parts, lenientJSON)

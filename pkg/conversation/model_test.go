@@ -106,6 +106,9 @@ func TestOpenAIImages(t *testing.T) {
 	}
 	var content []map[string]any
 	_ = json.Unmarshal(conv.Messages[0].Content, &content)
+	if len(content) != 1 {
+		t.Errorf("the OpenAI-only audio part went to Anthropic: %s", conv.Messages[0].Content)
+	}
 	if src, _ := content[0]["source"].(map[string]any); src["type"] != "base64" || src["media_type"] != "image/png" {
 		t.Errorf("anthropic image %s", conv.Messages[0].Content)
 	}
@@ -113,7 +116,7 @@ func TestOpenAIImages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !equalJSON(t, back[0].Content, []byte(`[{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBO"}}]`)) {
+	if !equalJSON(t, back[0].Content, []byte(`[{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBO"}},{"type":"input_audio","input_audio":{"data":"x"}}]`)) {
 		t.Errorf("openai image %s", back[0].Content)
 	}
 }
