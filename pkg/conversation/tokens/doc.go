@@ -11,6 +11,10 @@
 //     +17 %, Go source −3 %, a Claude Agent SDK transcript (JSON) −30 %; the test fails past
 //     ±35 %. It under-counts JSON-heavy tool traffic, so leave compactAtPercent lower with it.
 //
+// Tokenizing costs about 0.4–0.7 µs per token of CPU (BenchmarkCountText), so counts are
+// cached: per message version by MessageCounter, and per short text (up to 64 bytes: tool
+// names, ids, placeholders) inside the exact counters.
+//
 // Other providers' models (Claude, Gemini) use tokenizers that are not public: cl100k_base is a
 // fair stand-in for them, and the counts their APIs report are preferred when a message carries
 // them (see MessageCounter).

@@ -101,13 +101,14 @@ func TestApproximateErrorAgainstCl100k(t *testing.T) {
 	}
 }
 
-// sampleTexts are English prose, a real Claude Agent SDK transcript (JSON) and Go source.
+// sampleTexts are English prose, a real Claude Agent SDK transcript (JSON) and Go source (a
+// frozen copy of message.go).
 func sampleTexts(tb testing.TB) map[string]string {
 	tb.Helper()
 	files := map[string]string{
 		"prose":      "testdata/prose.txt",
 		"transcript": "testdata/claude-sdk-messages.jsonl",
-		"go source":  "message.go",
+		"go source":  "testdata/go-source.txt",
 	}
 	out := map[string]string{}
 	for name, path := range files {
