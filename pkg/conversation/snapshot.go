@@ -1,6 +1,7 @@
 package conversation
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -89,22 +90,15 @@ func MarshalSnapshot(s *State, meta SnapshotMetadata) ([]byte, error) {
 // UnmarshalSnapshot decodes and verifies a snapshot. It returns ErrSnapshotVersion or
 // ErrSnapshotCorrupt (wrapped with details), and never a partially decoded state.
 func UnmarshalSnapshot(data []byte) (Snapshot, error) {
-	var doc struct {
-		snapshotHeader
-		Payload jsontext.Value `json:"payload"`
+	head, payload, err := splitSnapshot(data)
+	if err != nil {
+		return Snapshot{}, err
 	}
-	if err := json.Unmarshal(data, &doc, lenientJSON); err != nil {
-		return Snapshot{}, corrupt(err.Error())
-	}
-	head, payload := doc.snapshotHeader, doc.Payload
 	if head.Format != SnapshotFormat {
 		return Snapshot{}, corrupt(fmt.Sprintf("format %q", head.Format))
 	}
 	if err := checkMajor(head.Metadata.SchemaVersion); err != nil {
 		return Snapshot{}, err
-	}
-	if payload == nil {
-		return Snapshot{}, corrupt("no payload")
 	}
 	sum := sha256.Sum256(payload)
 	if head.Metadata.Digest != "sha256:"+hex.EncodeToString(sum[:]) {
@@ -118,6 +112,49 @@ func UnmarshalSnapshot(data []byte) (Snapshot, error) {
 		return Snapshot{}, err
 	}
 	return Snapshot{Metadata: head.Metadata, State: s}, nil
+}
+
+// splitSnapshot reads the members before the payload and returns the payload's bytes as
+// written, without decoding them: the digest is checked first, and the payload is then
+// decoded (and validated) once. The payload must be the last member, as MarshalSnapshot
+// writes it.
+func splitSnapshot(data []byte) (snapshotHeader, []byte, error) {
+	var head snapshotHeader
+	dec := jsontext.NewDecoder(bytes.NewReader(data), lenientJSON)
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return head, nil, corrupt("not a JSON object")
+	}
+	for dec.PeekKind() == '"' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return head, nil, corrupt(err.Error())
+		}
+		switch name := tok.String(); name {
+		case "payload":
+			rest := bytes.TrimSpace(data[dec.InputOffset():])
+			if len(rest) < 2 || rest[0] != ':' || rest[len(rest)-1] != '}' {
+				return head, nil, corrupt("payload is not the last member")
+			}
+			return head, bytes.TrimSpace(rest[1 : len(rest)-1]), nil
+		case "format", "metadata":
+			v, err := dec.ReadValue()
+			if err != nil {
+				return head, nil, corrupt(err.Error())
+			}
+			target := any(&head.Format)
+			if name == "metadata" {
+				target = &head.Metadata
+			}
+			if err := json.Unmarshal(v, target, lenientJSON); err != nil {
+				return head, nil, corrupt(err.Error())
+			}
+		default:
+			if err := dec.SkipValue(); err != nil {
+				return head, nil, corrupt(err.Error())
+			}
+		}
+	}
+	return head, nil, corrupt("no payload")
 }
 
 func corrupt(why string) error { return fmt.Errorf("%w: %s", ErrSnapshotCorrupt, why) }
