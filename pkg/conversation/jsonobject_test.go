@@ -1,6 +1,10 @@
 package conversation
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/go-json-experiment/json"
+)
 
 func TestStripContent(t *testing.T) {
 	cases := map[string]string{
@@ -35,5 +39,19 @@ func TestReplaceMembers(t *testing.T) {
 	}
 	if _, err := replaceMembers([]byte(`[1]`)); err == nil {
 		t.Error("array accepted")
+	}
+}
+
+func TestEncodeLineRecordsMatchesMarshal(t *testing.T) {
+	recs := []claudeLineRecord{
+		{Line: []byte(`{"type":"user","uuid":"u"}`), Blocks: 1, StringContent: true},
+		{Line: []byte(`{"type":"assistant"}`), Blocks: 2},
+	}
+	want, err := json.Marshal(recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := encodeLineRecords(recs); string(got) != string(want) {
+		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }
