@@ -138,3 +138,30 @@ func testMaxBytes(t *testing.T, hn Harness) {
 	}
 	mustAppend(t, h, records("b", 10, 1)) // small ones still fit
 }
+
+// testArbitraryBytes: records are opaque; whatever bytes go in come out.
+func testArbitraryBytes(t *testing.T, hn Harness) {
+	name := conversationName(t)
+	h := open(t, newStore(t, hn), name)
+	data := [][]byte{
+		[]byte(` {"leading":"space"}`), []byte("{\n  \"pretty\": true\n}"), {0, 0xff, 0xfe, '\n'},
+		{}, []byte(`"just a string"`), []byte(`{"unicode":"é✓"}`), []byte("not json at all"),
+	}
+	recs := make([]history.Record, len(data))
+	for i, d := range data {
+		recs[i] = history.Record{ID: "b" + string(rune('0'+i)), Data: d}
+	}
+	mustAppend(t, h, recs)
+	entries := readAll(t, open(t, newStore(t, hn), name), 0)
+	if len(entries) != len(data) {
+		t.Fatalf("%d entries, want %d", len(entries), len(data))
+	}
+	for i, e := range entries {
+		if !bytes.Equal(e.Data, data[i]) {
+			t.Fatalf("record %d came back as %q, want %q", i, e.Data, data[i])
+		}
+	}
+	if _, err := h.Append(context.Background(), []history.Record{{ID: "bad\xff", Data: nil}}); err == nil {
+		t.Fatal("an id that is not UTF-8 was accepted")
+	}
+}

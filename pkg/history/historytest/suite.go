@@ -14,6 +14,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("ObjectPrimitives", func(t *testing.T) { testObjectPrimitives(t, h) })
 	t.Run("Ordering", func(t *testing.T) { testOrdering(t, h) })
 	t.Run("Paging", func(t *testing.T) { testPaging(t, h) })
+	t.Run("ArbitraryBytes", func(t *testing.T) { testArbitraryBytes(t, h) })
 	t.Run("IdempotentRetries", func(t *testing.T) { testIdempotent(t, h) })
 	t.Run("ReopenFromAnotherStore", func(t *testing.T) { testReopen(t, h) })
 	t.Run("OpenMissing", func(t *testing.T) { testOpenMissing(t, h) })

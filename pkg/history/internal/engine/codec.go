@@ -53,14 +53,21 @@ func encodeLine(buf []byte, e history.Entry) []byte {
 	return append(buf, "}\n"...)
 }
 
+// isOneLineJSON: data can be embedded verbatim and decoded back to the same
+// bytes. A decoder drops whitespace around a value, so data must not have any.
 func isOneLineJSON(data []byte) bool {
-	return len(data) > 0 && bytes.IndexByte(data, '\n') < 0 && utf8.Valid(data) && json.Valid(data)
+	return len(data) > 0 && !isSpace(data[0]) && !isSpace(data[len(data)-1]) &&
+		bytes.IndexByte(data, '\n') < 0 && utf8.Valid(data) && json.Valid(data)
 }
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 
 // sealLines closes encoded lines with the footer.
 func sealLines(lines []byte, n int) []byte {
 	sum := sha256.Sum256(lines)
-	f, _ := json.Marshal(line{End: &footer{N: n, SHA256: hex.EncodeToString(sum[:])}})
+	f, _ := json.Marshal(struct {
+		End footer `json:"end"`
+	}{footer{N: n, SHA256: hex.EncodeToString(sum[:])}})
 	out := make([]byte, 0, len(lines)+len(f)+1)
 	out = append(out, lines...)
 	out = append(out, f...)

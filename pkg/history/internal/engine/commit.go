@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+	"unicode/utf8"
 
 	"github.com/parley-dev/parley/pkg/history"
 )
@@ -30,8 +31,8 @@ func (h *log) Append(ctx context.Context, records []history.Record) ([]uint64, e
 	}
 	r := &request{records: records, done: make(chan struct{})}
 	for _, rec := range records {
-		if rec.ID == "" {
-			return nil, errors.New("history: record without an id")
+		if err := checkID(rec.ID); err != nil {
+			return nil, err
 		}
 		if len(rec.Data) > h.opts.maxRecordBytes() {
 			return nil, fmt.Errorf("%w: record %q has %d bytes, the limit is %d%s",
@@ -338,4 +339,20 @@ func (h *log) deleteQuietly(keys []string) {
 			return
 		}
 	}
+}
+
+// maxIDBytes bounds a record id; ids are kept in memory for idempotency.
+const maxIDBytes = 512
+
+// checkID refuses ids that would not survive the JSON encoding unchanged.
+func checkID(id string) error {
+	switch {
+	case id == "":
+		return errors.New("history: record without an id")
+	case len(id) > maxIDBytes:
+		return fmt.Errorf("history: record id of %d bytes, the limit is %d", len(id), maxIDBytes)
+	case !utf8.ValidString(id):
+		return errors.New("history: record id is not valid UTF-8")
+	}
+	return nil
 }

@@ -14,8 +14,8 @@ import (
 // compare-and-swap of the index.
 func (h *log) NewEpoch(ctx context.Context, req history.EpochRequest) (history.Head, error) {
 	for _, rec := range req.Records {
-		if rec.ID == "" {
-			return history.Head{}, errors.New("history: record without an id")
+		if err := checkID(rec.ID); err != nil {
+			return history.Head{}, err
 		}
 		if len(rec.Data) > h.opts.maxRecordBytes() {
 			return history.Head{}, fmt.Errorf("%w: record %q has %d bytes%s", history.ErrTooLarge, rec.ID, len(rec.Data), h.opts.TooLargeHint)
