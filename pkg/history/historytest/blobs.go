@@ -144,8 +144,10 @@ func testArbitraryBytes(t *testing.T, hn Harness) {
 	name := conversationName(t)
 	h := open(t, newStore(t, hn), name)
 	data := [][]byte{
-		[]byte(` {"leading":"space"}`), []byte("{\n  \"pretty\": true\n}"), {0, 0xff, 0xfe, '\n'},
-		{}, []byte(`"just a string"`), []byte(`{"unicode":"é✓"}`), []byte("not json at all"),
+		[]byte(` {"leading":"space"}`), []byte("{\n  \"pretty\": true\n}"),
+		{0, 0xff, 0xfe, '\n'},
+		{},
+		[]byte(`"just a string"`), []byte(`{"unicode":"é✓"}`), []byte("not json at all"),
 	}
 	recs := make([]history.Record, len(data))
 	for i, d := range data {

@@ -55,9 +55,11 @@ func TestRedundantSegments(t *testing.T) {
 }
 
 func TestGarbage(t *testing.T) {
-	m := manifest{Epoch: 3, Tag: "e3-cur", LastSeq: 40, SealedThrough: 32,
+	m := manifest{
+		Epoch: 3, Tag: "e3-cur", LastSeq: 40, SealedThrough: 32,
 		Tail: []tailRef{{Key: "e3-cur.t.000000000033-000000000040.live"}},
-		Old:  []epochRef{{Epoch: 2, Tag: "e2-old", LastSeq: 5}}}
+		Old:  []epochRef{{Epoch: 2, Tag: "e2-old", LastSeq: 5}},
+	}
 	keys := []string{
 		"index",
 		"e1-gone.s.000000000001-000000000005",       // dropped epoch
