@@ -284,6 +284,21 @@ func TestStreamMatchesTranscript(t *testing.T) {
 			}
 		}
 	}
+	// The streamed state exports to a Claude transcript with the same messages.
+	s.CWD = transcript.CWD
+	files, err := ExportClaude(&s, ClaudeExportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 2 {
+		t.Fatalf("%d files", len(files))
+	}
+	exported, err := ImportClaudeSession(files[0].Content, ClaudeSubagentFile{AgentID: "a9b844f", Data: files[1].Content})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertSameMessages(t, digestMessages(s.Messages), digestMessages(exported.Messages))
+	assertSameMessages(t, digestMessages(s.Subagents[0].Messages), digestMessages(exported.Subagents[0].Messages))
 	if len(s.Subagents) != 1 {
 		t.Fatalf("%d subagents", len(s.Subagents))
 	}
