@@ -5,7 +5,8 @@
 #     real node (kubelet + containerd); falls back to the control plane alone if the node fails
 #  2. the CRDs from config/crd/bases
 #  3. the manager, built from ./cmd/manager and run as a host process against the cluster
-#     (log: <cluster dir>/logs/manager.log; `make cluster-down` stops it with the cluster)
+#     (log: <cluster dir>/logs/manager.log; `make cluster-down` stops it with the cluster);
+#     PARLEY_MANAGER=in-cluster deploys config/default with the local image instead
 #  4. the samples from config/samples
 #  5. a sample agent pod from the test-agent image (hack/images.sh), owned by the first sample
 #     Conversation, Running on the real node
@@ -53,28 +54,63 @@ else
   warn "no CRDs in config/crd/bases yet"
 fi
 
-step "Manager (go build ./cmd/manager, run as a host process)"
 manager_running=0
-if go build -o bin/manager ./cmd/manager; then
-  help=$(bin/manager --help 2>&1 || true)
-  args=()
-  # Bind whatever the manager listens on to loopback when it offers the flags.
-  [[ $help != *metrics-bind-address* ]] || args+=(--metrics-bind-address=127.0.0.1:8443)
-  [[ $help != *health-probe-bind-address* ]] || args+=(--health-probe-bind-address=127.0.0.1:8081)
-  # Out of the cluster, leader election needs a namespace to hold its Lease.
-  [[ $help != *leader-election-namespace* ]] || args+=(--leader-election-namespace=kube-system)
+manager_where=""
+if [ "${PARLEY_MANAGER:-process}" = in-cluster ] && [ "$with_node" = 1 ]; then
+  step "Manager (image localhost/parley-manager:${IMAGE_TAG:-dev}, config/default, in the cluster)"
   "$lc" stop manager
-  "$lc" start manager "$root/bin/manager" "${args[@]}"
-  manager_running=1
-  if [[ $help == *health-probe-bind-address* ]]; then
-    for _ in $(seq 1 150); do
-      curl -sf http://127.0.0.1:8081/readyz >/dev/null && break
-      sleep 0.2
-    done
-    curl -sf http://127.0.0.1:8081/readyz >/dev/null || warn "the manager is not ready yet; see $logs/manager.log"
+  hack/images.sh manager
+  # An overlay of config/default for this cluster: the local image, never pulled, one replica.
+  overlay=$root/.local/run-local-manager
+  mkdir -p "$overlay"
+  cat >"$overlay/kustomization.yaml" <<EOF
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources: [../../config/default]
+images:
+- {name: parley-manager, newName: localhost/parley-manager, newTag: "${IMAGE_TAG:-dev}"}
+patches:
+- target: {kind: Deployment, name: parley-controller-manager}
+  patch: |-
+    - {op: replace, path: /spec/replicas, value: 1}
+    - {op: add, path: /spec/template/spec/containers/0/imagePullPolicy, value: Never}
+EOF
+  kubectl kustomize "$overlay" | kubectl apply --server-side --force-conflicts -f -
+  if kubectl -n parley-system rollout status deployment/parley-controller-manager --timeout 180s; then
+    manager_running=1
+    manager_where="in the cluster: kubectl -n parley-system logs deploy/parley-controller-manager"
+  else
+    warn "the in-cluster manager did not become ready: kubectl -n parley-system describe pods"
   fi
 else
-  warn "./cmd/manager does not build: no manager is running"
+  if [ "${PARLEY_MANAGER:-process}" != process ] && [ "$with_node" = 0 ]; then
+    warn "PARLEY_MANAGER=in-cluster needs the node: running the manager as a host process"
+  fi
+  step "Manager (go build ./cmd/manager, run as a host process)"
+  if go build -o bin/manager ./cmd/manager; then
+    help=$(bin/manager --help 2>&1 || true)
+    args=()
+    # Bind whatever the manager listens on to loopback when it offers the flags.
+    [[ $help != *metrics-bind-address* ]] || args+=(--metrics-bind-address=127.0.0.1:8443)
+    [[ $help != *health-probe-bind-address* ]] || args+=(--health-probe-bind-address=127.0.0.1:8081)
+    # Out of the cluster, leader election needs a namespace to hold its Lease.
+    [[ $help != *leader-election-namespace* ]] || args+=(--leader-election-namespace=kube-system)
+    # A manager deployed by an earlier PARLEY_MANAGER=in-cluster run would compete with this one.
+    kubectl -n parley-system delete deployment parley-controller-manager --ignore-not-found >/dev/null
+    "$lc" stop manager
+    "$lc" start manager "$root/bin/manager" "${args[@]}"
+    manager_running=1
+    manager_where="host process, log $logs/manager.log"
+    if [[ $help == *health-probe-bind-address* ]]; then
+      for _ in $(seq 1 150); do
+        curl -sf http://127.0.0.1:8081/readyz >/dev/null && break
+        sleep 0.2
+      done
+      curl -sf http://127.0.0.1:8081/readyz >/dev/null || warn "the manager is not ready yet; see $logs/manager.log"
+    fi
+  else
+    warn "./cmd/manager does not build: no manager is running"
+  fi
 fi
 
 step "Samples (config/samples)"
@@ -128,7 +164,7 @@ kubectl get pods -o wide
 cat <<EOF
 
 Parley is running on a local cluster$([ "$with_node" = 1 ] || echo " (CONTROL PLANE ONLY: the real node failed, pods cannot run)").
-  manager:     $([ "$manager_running" = 1 ] && echo "host process, log $logs/manager.log" || echo "NOT running (./cmd/manager did not build)")
+  manager:     $([ "$manager_running" = 1 ] && echo "$manager_where" || echo "NOT running (see the warnings above)")
   logs:        $logs/ (one file per component)
 
 Explore:
