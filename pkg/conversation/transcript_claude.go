@@ -253,6 +253,12 @@ func (imp *claudeImporter) readLine(line []byte, l *claudeLine, fileAgent string
 		imp.keepRaw(line, threadKey)
 		return nil
 	}
+	if t, ok := imp.threads[threadKey]; ok && t.lineOwner[l.UUID] != "" {
+		// The same line written twice (it happens when a session is resumed): one message
+		// per uuid, the copy kept as a record.
+		imp.keepRaw(line, threadKey)
+		return nil
+	}
 	cm := l.Message
 	blocks, stringContent, err := claudeBlocks(cm.Content, l.UUID)
 	if err != nil {

@@ -75,3 +75,29 @@ func TestImportClaudeKeepsForksAtToolResults(t *testing.T) {
 		t.Errorf("%d messages, %d records", len(s.Messages), len(s.Records))
 	}
 }
+
+func TestImportClaudeDuplicateLine(t *testing.T) {
+	line := claudeLineJSON("user", "01", "", `"hello"`)
+	s, err := ImportClaudeJSONL([]byte(line + line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Messages) != 1 || len(s.Records) != 1 {
+		t.Errorf("%d messages, %d records", len(s.Messages), len(s.Records))
+	}
+}
+
+func TestExportClaudeIgnoresBadLineRecords(t *testing.T) {
+	s := NewState("11111111-2222-4333-8444-555555555555")
+	s.Messages = []Message{{
+		ID: "m", Role: RoleUser, Blocks: []Block{{Type: BlockText, Text: "hi"}},
+		Source: Source{Kind: SourceClaudeCode, Raw: []byte(`[{"line":{},"blocks":-1},{"line":{},"blocks":2}]`)},
+	}}
+	files, err := ExportClaude(&s, ClaudeExportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(files[0].Content, []byte(`"hi"`)) {
+		t.Errorf("export %s", files[0].Content)
+	}
+}

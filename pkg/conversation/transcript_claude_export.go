@@ -142,6 +142,10 @@ func lineGroups(m *Message) []claudeLineRecord {
 		if json.Unmarshal(m.Source.Raw, &recs, lenientJSON) == nil {
 			total := 0
 			for _, r := range recs {
+				if r.Blocks < 0 {
+					total = -1
+					break
+				}
 				total += r.Blocks
 			}
 			if total == len(m.Blocks) {
