@@ -338,12 +338,26 @@ func FuzzDecodeEvent(f *testing.F) {
 			return
 		}
 		before, _ := json.Marshal(s)
-		if _, err := Reduce(s, e); err != nil {
+		reduced, err := Reduce(s, e)
+		if err != nil {
 			t.Fatalf("a decoded event failed to reduce: %v", err)
 		}
 		after, _ := json.Marshal(s)
 		if !bytes.Equal(before, after) {
 			t.Fatal("Reduce mutated its input")
+		}
+		// Apply on a private copy gives the same state.
+		var owned State
+		if err := json.Unmarshal(before, &owned); err != nil {
+			t.Fatal(err)
+		}
+		if err := owned.Apply(e); err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(reduced)
+		got, _ := json.Marshal(owned)
+		if !bytes.Equal(want, got) {
+			t.Fatalf("Apply and Reduce differ:\n%s\n%s", got, want)
 		}
 	})
 }
