@@ -92,10 +92,11 @@ bench: envtest s3-server ## Run the benchmarks on one core (see docs/benchmarks.
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" PARLEY_VERSITYGW="$(VERSITYGW)" \
 		$(GO) test ./... -run '^$$' -bench . -benchmem -cpu 1 -benchtime $(BENCHTIME) -timeout 60m
 
+HISTORY_BENCH_COUNT ?= 3
 .PHONY: bench-history
 bench-history: envtest s3-server ## Run only the pkg/history benchmarks (see docs/benchmarks.md, section pkg/history).
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" PARLEY_VERSITYGW="$(VERSITYGW)" \
-		$(GO) test ./pkg/history/bench -run '^$$' -bench . -benchmem -cpu 1 -benchtime $(BENCHTIME) -timeout 60m
+		$(GO) test ./pkg/history/bench -run '^$$' -bench . -benchmem -cpu 1 -benchtime $(BENCHTIME) -count $(HISTORY_BENCH_COUNT) -timeout 60m
 
 ##@ Build
 

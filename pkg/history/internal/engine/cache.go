@@ -55,6 +55,18 @@ func (c *objectCache) put(key string, entries []history.Entry, size int64) {
 	}
 }
 
+// scopedCache is one conversation's view of the store's cache.
+type scopedCache struct {
+	c      *objectCache
+	prefix string
+}
+
+func (s scopedCache) get(key string) ([]history.Entry, bool) { return s.c.get(s.prefix + key) }
+
+func (s scopedCache) put(key string, entries []history.Entry, size int64) {
+	s.c.put(s.prefix+key, entries, size)
+}
+
 // sealedLists caches, per epoch tag, the parsed keys of sealed segments.
 type sealedLists struct {
 	mu    sync.Mutex

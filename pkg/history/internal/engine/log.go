@@ -9,8 +9,9 @@ import (
 	"github.com/parley-dev/parley/pkg/history"
 )
 
-// cacheBudget bounds the decoded objects one handle keeps in memory.
-const cacheBudget = 32 << 20
+// cacheBudget bounds the decoded objects one store keeps in memory, all
+// conversations together.
+const cacheBudget = 64 << 20
 
 // log is the History of one conversation.
 type log struct {
@@ -19,7 +20,7 @@ type log struct {
 	objects Objects
 	opts    Options
 
-	cache  *objectCache
+	cache  scopedCache
 	sealed sealedLists
 
 	// commitMu serialises this handle's commits, epoch swaps and retention;
@@ -45,7 +46,7 @@ type log struct {
 var _ history.History = (*log)(nil)
 
 func newLog(s *Store, name string, objects Objects) *log {
-	return &log{store: s, name: name, objects: objects, opts: s.opts, cache: newObjectCache(cacheBudget)}
+	return &log{store: s, name: name, objects: objects, opts: s.opts, cache: scopedCache{s.cache, name + "/"}}
 }
 
 // markDeleted fails appends from now on; the history was deleted or the

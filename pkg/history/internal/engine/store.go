@@ -21,6 +21,7 @@ type Store struct {
 	handles  map[string]*log
 	closed   bool
 	counters counters
+	cache    *objectCache
 }
 
 var _ history.Store = (*Store)(nil)
@@ -28,7 +29,7 @@ var _ history.Store = (*Store)(nil)
 // New returns a store. Close it to stop its commit goroutines.
 func New(backend Backend, opts Options) *Store {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Store{opts: opts.withDefaults(), ctx: ctx, cancel: cancel, handles: map[string]*log{}}
+	s := &Store{opts: opts.withDefaults(), ctx: ctx, cancel: cancel, handles: map[string]*log{}, cache: newObjectCache(cacheBudget)}
 	s.backend = countingBackend{Backend: backend, c: &s.counters}
 	return s
 }
