@@ -9,7 +9,7 @@ import (
 	"github.com/parley-dev/parley/pkg/conversation/tokens"
 )
 
-// benchState builds an agent-style conversation of n messages: a user request every ten
+// benchState builds an agent-style conversation of n messages: a user request every eight
 // messages, assistant answers, and tool calls with results of a few hundred bytes to 2 KiB.
 func benchState(n int) *conversation.State {
 	words := strings.Fields("the agent reads the file and runs the tests then edits main.go to fix the failing case " +

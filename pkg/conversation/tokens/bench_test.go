@@ -75,7 +75,7 @@ func BenchmarkCountState(b *testing.B) {
 	}
 }
 
-func benchCorpus(b *testing.B) string {
+func benchCorpus(b testing.TB) string {
 	samples := sampleTexts(b)
 	names := make([]string, 0, len(samples))
 	for name := range samples {
