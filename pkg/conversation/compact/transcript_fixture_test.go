@@ -8,9 +8,25 @@ import (
 	"github.com/parley-dev/parley/pkg/conversation/tokens"
 )
 
+// checkConvertible makes sure a compacted state still renders for each provider and exports
+// as a Claude transcript (the stand-ins are mid-conversation system messages).
+func checkConvertible(t *testing.T, strategy Strategy, s *conversation.State) {
+	t.Helper()
+	if _, err := conversation.ToOpenAI(s); err != nil {
+		t.Fatalf("%s: ToOpenAI: %v", strategy, err)
+	}
+	if _, err := conversation.ToAnthropic(s); err != nil {
+		t.Fatalf("%s: ToAnthropic: %v", strategy, err)
+	}
+	if _, err := conversation.ExportClaude(s, conversation.ClaudeExportOptions{}); err != nil {
+		t.Fatalf("%s: ExportClaude: %v", strategy, err)
+	}
+}
+
 // The strategies keep their promises on real transcripts too: a Claude Code session (where
 // a user message sits between the results of one assistant message's calls) and an
-// OpenCode export, at budgets from a tenth of the state to all of it.
+// OpenCode export, at budgets from a tenth of the state to all of it; and what they return
+// still converts to the OpenAI and Anthropic formats and exports to Claude JSONL.
 func TestStrategiesOnRealTranscripts(t *testing.T) {
 	imports := map[string]func([]byte) (conversation.State, error){
 		"testdata/claude-main-transcript.jsonl": conversation.ImportClaudeJSONL,
@@ -39,9 +55,11 @@ func TestStrategiesOnRealTranscripts(t *testing.T) {
 				p := Policy{Budget: total * share / 100, KeepRecentMessages: keep, Counter: counter, Summarizer: fixedSummary("short summary"), SummaryMaxTokens: 20}
 				for _, strategy := range []Strategy{StrategySlidingWindow, StrategyClearToolResults, StrategySummarize} {
 					checkStrategy(t, strategy, &s, p)
-					if _, rec, _ := Compact(t.Context(), strategy, &s, p); rec.MessagesFolded > 0 {
+					out, rec, _ := Compact(t.Context(), strategy, &s, p)
+					if rec.MessagesFolded > 0 {
 						folded++
 					}
+					checkConvertible(t, strategy, out)
 				}
 			}
 		}
