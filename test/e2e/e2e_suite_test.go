@@ -24,6 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -37,6 +38,7 @@ const (
 
 var (
 	repoRoot       string
+	restConfig     *rest.Config
 	clientset      *kubernetes.Clientset
 	nodeName       string
 	startedCluster bool
@@ -80,9 +82,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 
 	kubeconfig, err := localCluster(ctx, "kubeconfig")
 	Expect(err).NotTo(HaveOccurred())
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	restConfig, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
 	Expect(err).NotTo(HaveOccurred())
-	clientset, err = kubernetes.NewForConfig(cfg)
+	clientset, err = kubernetes.NewForConfig(restConfig)
 	Expect(err).NotTo(HaveOccurred())
 
 	host, err := os.Hostname()

@@ -1,0 +1,132 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"syscall"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+)
+
+var conversations = schema.GroupVersionResource{Group: "parley.dev", Version: "v1alpha1", Resource: "conversations"}
+
+var uuidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// The manager runs as a real process (built from ./cmd/manager) against the local cluster, as
+// `make run-local` runs it. Conversations are handled as unstructured objects: the test speaks
+// the API's JSON, what users apply, not the Go types.
+var _ = Describe("the Parley manager on the local cluster", Ordered, func() {
+	var dyn dynamic.Interface
+
+	BeforeAll(func(ctx SpecContext) {
+		kubeconfig, err := localCluster(ctx, "kubeconfig")
+		Expect(err).NotTo(HaveOccurred())
+
+		By("installing the CRDs (server-side: the Conversation CRD is too large for client-side apply)")
+		apply := exec.CommandContext(ctx, "kubectl", "apply", "--server-side", "--force-conflicts", "-f", "config/crd/bases")
+		apply.Dir, apply.Env = repoRoot, append(os.Environ(), "KUBECONFIG="+kubeconfig)
+		apply.Stdout, apply.Stderr = GinkgoWriter, GinkgoWriter
+		Expect(apply.Run()).To(Succeed())
+		dyn = dynamic.NewForConfigOrDie(restConfig)
+		Eventually(func() error {
+			_, err := dyn.Resource(conversations).Namespace("default").List(ctx, metav1.ListOptions{Limit: 1})
+			return err
+		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(poll).Should(Succeed())
+
+		By("building ./cmd/manager and starting it as a process")
+		bin := filepath.Join(GinkgoT().TempDir(), "manager")
+		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/manager")
+		build.Dir, build.Stdout, build.Stderr = repoRoot, GinkgoWriter, GinkgoWriter
+		Expect(build.Run()).To(Succeed())
+
+		logDir, err := localCluster(ctx, "logs")
+		Expect(err).NotTo(HaveOccurred())
+		logPath := filepath.Join(logDir, "e2e-manager.log")
+		logFile, err := os.Create(logPath)
+		Expect(err).NotTo(HaveOccurred())
+		// Leader election keeps this manager from fighting one that `make run-local` left running on
+		// a cluster the suite reuses (it then waits for the lease); on the suite's own cluster it
+		// leads at once.
+		manager := exec.Command(bin, "--leader-elect", "--leader-election-namespace=kube-system",
+			"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0")
+		manager.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+		manager.Stdout, manager.Stderr = logFile, logFile
+		// Dies with the test process, even when `go test` times out and skips the cleanup.
+		manager.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		Expect(manager.Start()).To(Succeed())
+		GinkgoWriter.Printf("manager pid %d, log %s\n", manager.Process.Pid, logPath)
+		exited := make(chan error, 1)
+		go func() { exited <- manager.Wait() }()
+
+		DeferCleanup(func() {
+			_ = manager.Process.Signal(syscall.SIGTERM)
+			var err error
+			select {
+			case err = <-exited:
+			case <-time.After(10 * time.Second):
+				_ = manager.Process.Kill()
+				err = <-exited
+			}
+			GinkgoWriter.Printf("manager stopped: %v\n", err)
+			_ = logFile.Close()
+		})
+	})
+
+	It("mints a session ID, sets expiresAt from the ttl, and marks the Conversation Expired when it is reached", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		const ttl = 20 * time.Second
+		conv := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "parley.dev/v1alpha1",
+			"kind":       "Conversation",
+			"metadata":   map[string]any{"name": "short-lived"},
+			"spec": map[string]any{
+				"history":  map[string]any{"configMap": map[string]any{}},
+				"lifetime": map[string]any{"ttl": ttl.String()},
+			},
+		}}
+		created, err := dyn.Resource(conversations).Namespace(ns).Create(ctx, conv, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+
+		get := func(ctx context.Context) (*unstructured.Unstructured, error) {
+			return dyn.Resource(conversations).Namespace(ns).Get(ctx, "short-lived", metav1.GetOptions{})
+		}
+		status := func(u *unstructured.Unstructured, field string) string {
+			s, _, _ := unstructured.NestedString(u.Object, "status", field)
+			return s
+		}
+
+		By("waiting for the session ID and expiry time")
+		var got *unstructured.Unstructured
+		Eventually(func(g Gomega) {
+			var err error
+			got, err = get(ctx)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(status(got, "sessionID")).To(MatchRegexp(uuidPattern.String()))
+			g.Expect(status(got, "expiresAt")).NotTo(BeEmpty())
+		}).WithContext(ctx).WithTimeout(2*time.Minute).WithPolling(poll).Should(Succeed(),
+			"is the manager running? see e2e-manager.log in the cluster's log folder")
+		Expect(status(got, "phase")).To(Equal("Active"))
+		expiresAt, err := time.Parse(time.RFC3339, status(got, "expiresAt"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(expiresAt).To(BeTemporally("~", created.GetCreationTimestamp().Add(ttl), time.Second))
+
+		By("waiting for the ttl to pass")
+		Eventually(func(g Gomega) {
+			u, err := get(ctx)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(status(u, "phase")).To(Equal("Expired"))
+		}).WithContext(ctx).WithTimeout(ttl + 2*time.Minute).WithPolling(poll).Should(Succeed())
+		Expect(time.Now()).To(BeTemporally(">=", expiresAt), "expired before its time")
+	})
+})
