@@ -8,6 +8,7 @@
 //	           [-sa-dir DIR]               ServiceAccount token (DIR/token, ca.crt, namespace); print
 //	                                       a JSON report; exit 0 if all worked
 //	test-agent exit -code N -message M     write M as the termination message and exit with N
+//	test-agent get URL                     HTTP GET (plain HTTP), print the status and body; exit 0 on 2xx
 //
 // Reports are written to stdout (one line, prefixed "RESULT ") and, where the kubelet can read
 // it, to /dev/termination-log, so tests can read them from the pod's logs or status.
@@ -51,6 +52,8 @@ func main() {
 		code = check(os.Args[2:])
 	case "exit":
 		code = exit(os.Args[2:])
+	case "get":
+		code = get(os.Args[2:])
 	default:
 		usage()
 	}
@@ -58,7 +61,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: test-agent serve [-resume DIR] | check -file PATH [-configmap NAME] [-sa-dir DIR] | exit -code N [-message TEXT]")
+	fmt.Fprintln(os.Stderr, "usage: test-agent serve [-resume DIR] | check -file PATH [-configmap NAME] [-sa-dir DIR] | exit -code N [-message TEXT] | get URL")
 	os.Exit(2)
 }
 
@@ -245,6 +248,31 @@ func exit(args []string) int {
 		_ = os.WriteFile(terminationPath, []byte(*message), 0o644)
 	}
 	return *code
+}
+
+// get fetches a URL, e.g. a Session API on the host at 10.88.0.1, and prints what came back.
+func get(args []string) int {
+	if len(args) != 1 {
+		usage()
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, args[0], http.NoBody)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		fmt.Printf("RESULT error %v\n", err)
+		return 1
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	fmt.Printf("RESULT status %d\n%s\n", resp.StatusCode, body)
+	if resp.StatusCode/100 != 2 {
+		return 1
+	}
+	return 0
 }
 
 func envOr(key, def string) string {

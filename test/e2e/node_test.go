@@ -6,7 +6,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -264,5 +268,50 @@ var _ = Describe("the local cluster's real node", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(p.DeletionTimestamp).To(BeNil())
 		Expect(p.Status.Phase).To(Equal(corev1.PodRunning))
+	})
+})
+
+var _ = Describe("the pod network", func() {
+	It("lets a pod reach a process on the host at the bridge address 10.88.0.1 (where a host-run Session API listens)", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+
+		By("serving HTTP from the test process on 10.88.0.1")
+		ln, err := net.Listen("tcp", "10.88.0.1:0")
+		Expect(err).NotTo(HaveOccurred())
+		remote := make(chan string, 1)
+		srv := &http.Server{
+			ReadHeaderTimeout: 10 * time.Second,
+			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				select {
+				case remote <- r.RemoteAddr:
+				default:
+				}
+				_, _ = io.WriteString(w, "hello from the host, "+r.URL.Path)
+			}),
+		}
+		go func() { _ = srv.Serve(ln) }()
+		DeferCleanup(srv.Close)
+
+		pod := agentPod("host-get", "get", "http://"+ln.Addr().String()+"/"+ns)
+		_, err = clientset.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(getPod(ctx, ns, pod.Name)).WithContext(ctx).WithTimeout(podTimeout).WithPolling(poll).
+			Should(WithTransform(podPhase, BeElementOf(corev1.PodSucceeded, corev1.PodFailed)),
+				func() string { return describePod(ctx, ns, pod.Name) })
+
+		raw, err := clientset.CoreV1().Pods(ns).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(raw)).To(ContainSubstring("RESULT status 200"))
+		Expect(string(raw)).To(ContainSubstring("hello from the host, /" + ns))
+
+		var from string
+		Expect(remote).To(Receive(&from))
+		host, _, err := net.SplitHostPort(from)
+		Expect(err).NotTo(HaveOccurred())
+		_, podNet, _ := net.ParseCIDR("10.88.0.0/16")
+		Expect(podNet.Contains(net.ParseIP(host))).To(BeTrue(), "the request came from %s, not from the pod network", host)
+		got, err := clientset.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(host).To(Equal(got.Status.PodIP), "the request came from the pod's own address")
 	})
 })
