@@ -110,6 +110,42 @@ func BenchmarkSnapshotUnmarshal(b *testing.B) {
 	cpu.report(b)
 }
 
+// Method-less mirrors of State, Message and Subagent (whose JSON methods delegate to
+// go-json-experiment/json) so the baseline below really runs encoding/json.
+type (
+	v1State struct {
+		SchemaVersion string       `json:"schemaVersion"`
+		SessionID     string       `json:"sessionId,omitzero"`
+		CWD           string       `json:"cwd,omitzero"`
+		System        *v1Message   `json:"system,omitzero"`
+		Messages      []v1Message  `json:"messages,omitzero"`
+		Subagents     []v1Subagent `json:"subagents,omitzero"`
+		Records       []RawRecord  `json:"records,omitzero"`
+	}
+	v1Message struct {
+		ID        string    `json:"id"`
+		Seq       int64     `json:"seq,omitzero"`
+		ParentID  string    `json:"parentId,omitzero"`
+		Role      Role      `json:"role"`
+		Blocks    []Block   `json:"blocks,omitzero"`
+		Name      string    `json:"name,omitzero"`
+		Model     string    `json:"model,omitzero"`
+		Usage     Usage     `json:"usage,omitzero"`
+		Turn      int       `json:"turn,omitzero"`
+		CreatedAt time.Time `json:"createdAt,omitzero"`
+		Flags     Flags     `json:"flags,omitzero"`
+		Source    Source    `json:"source,omitzero"`
+	}
+	v1Subagent struct {
+		ToolUseID   string         `json:"toolUseId,omitzero"`
+		AgentID     string         `json:"agentId,omitzero"`
+		Status      SubagentStatus `json:"status,omitzero"`
+		Description string         `json:"description,omitzero"`
+		Messages    []v1Message    `json:"messages,omitzero"`
+		Subagents   []v1Subagent   `json:"subagents,omitzero"`
+	}
+)
+
 // BenchmarkSnapshotUnmarshalStdlibBaseline decodes the same snapshot's payload with
 // encoding/json (v1) alone, without the digest check: the codec Parley did not choose.
 func BenchmarkSnapshotUnmarshalStdlibBaseline(b *testing.B) {
@@ -124,7 +160,7 @@ func BenchmarkSnapshotUnmarshalStdlibBaseline(b *testing.B) {
 	cpu := startCPU(int64(len(data)))
 	for b.Loop() {
 		var doc struct {
-			Payload State `json:"payload"`
+			Payload v1State `json:"payload"`
 		}
 		if err := stdjson.Unmarshal(data, &doc); err != nil {
 			b.Fatal(err)
