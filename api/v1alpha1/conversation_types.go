@@ -585,7 +585,7 @@ type CompactionRecord struct {
 // +kubebuilder:printcolumn:name="Tokens",type=integer,JSONPath=`.status.context.tokens`
 // +kubebuilder:printcolumn:name="Context%",type=integer,JSONPath=`.status.context.percent`
 // +kubebuilder:printcolumn:name="Restarts",type=integer,JSONPath=`.status.agent.restarts`
-// +kubebuilder:printcolumn:name="Expires",type=date,JSONPath=`.status.expiresAt`
+// +kubebuilder:printcolumn:name="Expires",type=string,JSONPath=`.status.expiresAt`,description="When the session expires (RFC 3339); a date column would print <invalid> for a future time"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // Conversation is one AI-agent conversation session: its history, lifetime, context budget and
