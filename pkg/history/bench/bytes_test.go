@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/parley-dev/parley/pkg/history"
@@ -17,9 +18,20 @@ func BenchmarkBytesPerAppend(b *testing.B) {
 	lengths := []int{10, 100, 1000, 10000, 100000}
 	for _, t := range []target{targets[0], targets[1]} {
 		b.Run(t.name, func(b *testing.B) {
+			if t.name == "configmap" && !firstRun(b.Name()) {
+				// The figure is deterministic, and every run leaves 100 MB of
+				// ConfigMaps and their revisions in etcd: a second run in the
+				// same process fills etcd's 2 GiB quota.
+				b.Skip("measured once per process")
+			}
 			for range b.N {
-				a := t.open(b, conversationName("bytes"), 0, 1<<10)
+				conversation := conversationName("bytes")
+				a := t.open(b, conversation, 0, 1<<10)
 				measureGrowth(b, a, lengths, 200)
+				sa := a.(*storeAppender)
+				if err := sa.store.Delete(context.Background(), conversation); err != nil {
+					b.Fatal(err)
+				}
 			}
 		})
 	}
@@ -81,4 +93,18 @@ func measureGrowth(b *testing.B, a appender, lengths []int, sample int) {
 		}
 	}
 	b.ReportMetric(float64(a.bytesWritten()-before)/float64(sample), fmt.Sprintf("B/append@%d", lengths[0]))
+}
+
+var (
+	ranMu sync.Mutex
+	ran   = map[string]bool{}
+)
+
+// firstRun reports whether a benchmark runs for the first time in this process (-count > 1).
+func firstRun(name string) bool {
+	ranMu.Lock()
+	defer ranMu.Unlock()
+	first := !ran[name]
+	ran[name] = true
+	return first
 }
