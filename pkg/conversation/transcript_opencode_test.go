@@ -3,6 +3,9 @@ package conversation
 import (
 	"errors"
 	"testing"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 func TestImportOpenCode(t *testing.T) {
@@ -88,7 +91,21 @@ func TestImportOpenCodeErrors(t *testing.T) {
 }
 
 func FuzzImportOpenCode(f *testing.F) {
-	f.Add(compactSeed(f, readFixture(f, "opencode/main-opencode-transcript.json"), 1))
+	// The first two messages of the fixture (a prompt, then text, reasoning and a task call),
+	// shortened: small seeds keep the fuzzer's minimisation quick (see compactSeed).
+	var export struct {
+		Info     jsontext.Value   `json:"info"`
+		Messages []jsontext.Value `json:"messages"`
+	}
+	if err := json.Unmarshal(readFixture(f, "opencode/main-opencode-transcript.json"), &export); err != nil {
+		f.Fatal(err)
+	}
+	export.Messages = export.Messages[:2]
+	head, err := json.Marshal(export)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(compactSeed(f, head, 1))
 	f.Add([]byte(`{"info":{"id":"s"},"messages":[{"info":{"id":"m","role":"assistant"},"parts":[{"type":"tool","callID":"c","tool":"task","state":{"status":"running","input":{}}}]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := ImportOpenCode(data)
