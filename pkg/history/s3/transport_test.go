@@ -3,6 +3,7 @@ package s3_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -130,7 +132,7 @@ func TestRetriesAndLostResponses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = s.Close() }()
-	h, err := s.Open(ctx, "flaky", history.OpenOptions{Create: true})
+	h, err := s.Open(ctx, fmt.Sprintf("flaky-%d", time.Now().UnixNano()), history.OpenOptions{Create: true})
 	if err != nil {
 		t.Fatal(err)
 	}
