@@ -36,6 +36,9 @@ func Start() (*rest.Config, func(), error) {
 
 func assetsDir() (string, error) {
 	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
+		if _, err := os.Stat(filepath.Join(dir, "kube-apiserver")); err != nil {
+			return "", fmt.Errorf("KUBEBUILDER_ASSETS=%s holds no kube-apiserver; run `make test`, which builds bin/k8s/envtest and points KUBEBUILDER_ASSETS at it", dir)
+		}
 		return dir, nil
 	}
 	if root, err := repoRoot(); err == nil {
