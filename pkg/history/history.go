@@ -104,6 +104,11 @@ type Store interface {
 	// Delete removes everything the conversation stored: every epoch and
 	// checkpoint. Deleting a missing history is not an error.
 	Delete(ctx context.Context, name string) error
+	// Release drops this process's handle of a conversation (its id cache
+	// and commit queue) to free memory once the conversation is idle; the
+	// next Open starts afresh. Appends still queued on the released handle
+	// fail with ErrClosed.
+	Release(name string)
 	// Close stops background work; pending appends fail with ErrClosed.
 	Close() error
 }

@@ -18,6 +18,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("IdempotentRetries", func(t *testing.T) { testIdempotent(t, h) })
 	t.Run("ReopenFromAnotherStore", func(t *testing.T) { testReopen(t, h) })
 	t.Run("OpenMissing", func(t *testing.T) { testOpenMissing(t, h) })
+	t.Run("Release", func(t *testing.T) { testRelease(t, h) })
 	t.Run("ConcurrentGoroutines", func(t *testing.T) { testConcurrentGoroutines(t, h) })
 	t.Run("ConcurrentProcesses", func(t *testing.T) { testConcurrentProcesses(t, h) })
 	t.Run("KillBetweenSegmentAndIndex", func(t *testing.T) { testKillAndReopen(t, h) })
@@ -179,5 +180,29 @@ func testOpenMissing(t *testing.T, hn Harness) {
 	_, err := s.Open(context.Background(), conversationName(t), history.OpenOptions{})
 	if !errors.Is(err, history.ErrNotFound) {
 		t.Fatalf("open of a missing history without Create: %v, want ErrNotFound", err)
+	}
+}
+
+func testRelease(t *testing.T, hn Harness) {
+	s := newStore(t, hn)
+	name := conversationName(t)
+	h := open(t, s, name)
+	first := mustAppend(t, h, records("rel", 0, 3))
+	s.Release(name)
+	if _, err := h.Append(context.Background(), records("rel", 3, 1)); !errors.Is(err, history.ErrClosed) {
+		t.Fatalf("append on a released handle: %v, want ErrClosed", err)
+	}
+	h2 := open(t, s, name)
+	if h2 == h {
+		t.Fatal("Open after Release returned the released handle")
+	}
+	again := mustAppend(t, h2, records("rel", 0, 4))
+	for i, seq := range first {
+		if again[i] != seq {
+			t.Fatalf("rel-%d got sequence %d after release, %d before", i, again[i], seq)
+		}
+	}
+	if again[3] != 4 {
+		t.Fatalf("new record got sequence %d, want 4", again[3])
 	}
 }

@@ -110,6 +110,17 @@ func (s *Store) Delete(ctx context.Context, name string) error {
 	return nil
 }
 
+// Release implements history.Store.
+func (s *Store) Release(name string) {
+	s.mu.Lock()
+	h := s.handles[name]
+	delete(s.handles, name)
+	s.mu.Unlock()
+	if h != nil {
+		h.markDeleted()
+	}
+}
+
 // Close implements history.Store.
 func (s *Store) Close() error {
 	s.mu.Lock()
