@@ -35,7 +35,9 @@ type Config struct {
 	// (e.g. client.New, or the manager's APIReader for reads): the protocol
 	// relies on fresh reads of the index.
 	Client client.Client
-	// Namespace holds the ConfigMaps (the Conversation's namespace).
+	// Namespace, when set, holds the ConfigMaps of every history and names
+	// are plain. When empty, one store serves the whole cluster and every
+	// name is "<namespace>/<name>" (the Conversation's namespace and name).
 	Namespace string
 	// MaxBytes caps the payload of one history, all retained epochs
 	// together; 0 means DefaultMaxBytes.
@@ -48,10 +50,10 @@ type Config struct {
 	Linger time.Duration
 }
 
-// New returns a Store keeping histories in ConfigMaps of one namespace.
+// New returns a Store keeping histories in ConfigMaps.
 func New(cfg Config) (history.Store, error) {
-	if cfg.Client == nil || cfg.Namespace == "" {
-		return nil, errors.New("configmap history: a client and a namespace are required")
+	if cfg.Client == nil {
+		return nil, errors.New("configmap history: a client is required")
 	}
 	if cfg.MaxBytes == 0 {
 		cfg.MaxBytes = DefaultMaxBytes

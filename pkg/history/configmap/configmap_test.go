@@ -116,3 +116,34 @@ func TestLabelsAndOwner(t *testing.T) {
 		t.Fatalf("ConfigMaps by part: %v", parts)
 	}
 }
+
+// TestClusterWideStore: with no fixed namespace, names carry it.
+func TestClusterWideStore(t *testing.T) {
+	ctx := context.Background()
+	c, err := client.New(restConfig, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "agents"}}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := configmap.New(configmap.Config{Client: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	if _, err := s.Open(ctx, "no-namespace", history.OpenOptions{Create: true}); err == nil {
+		t.Fatal("a name without a namespace was accepted by a cluster-wide store")
+	}
+	h, err := s.Open(ctx, "agents/chat", history.OpenOptions{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Append(ctx, []history.Record{{ID: "1", Data: []byte("{}")}}); err != nil {
+		t.Fatal(err)
+	}
+	var cm corev1.ConfigMap
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "agents", Name: "chat-history"}, &cm); err != nil {
+		t.Fatalf("index ConfigMap in namespace agents: %v", err)
+	}
+}

@@ -42,11 +42,18 @@ type backend struct {
 }
 
 func (b *backend) Objects(name string, owner *metav1.OwnerReference) (engine.Objects, error) {
+	namespace := b.namespace
+	if namespace == "" {
+		var ok bool
+		if namespace, name, ok = strings.Cut(name, "/"); !ok || len(validation.IsDNS1123Label(namespace)) > 0 {
+			return nil, fmt.Errorf("configmap history: %q is not <namespace>/<name> (the store has no fixed namespace)", namespace+"/"+name)
+		}
+	}
 	// The longest key is a checkpoint: "ckpt." and 64 hex digits.
 	if errs := validation.IsDNS1123Subdomain(indexName(name) + ".ckpt." + strings.Repeat("0", 64)); len(errs) > 0 {
 		return nil, fmt.Errorf("configmap history: name %q is unusable (ConfigMap names would be invalid: %s)", name, strings.Join(errs, "; "))
 	}
-	o := &objects{backend: b, name: name, conversationLabel: labelValue(name)}
+	o := &objects{backend: b, namespace: namespace, name: name, conversationLabel: labelValue(name)}
 	if owner != nil {
 		o.owner = []metav1.OwnerReference{*owner}
 	}
@@ -67,6 +74,7 @@ func labelValue(name string) string {
 
 type objects struct {
 	*backend
+	namespace         string
 	name              string
 	conversationLabel string
 	owner             []metav1.OwnerReference
