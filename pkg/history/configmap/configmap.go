@@ -46,6 +46,9 @@ type Config struct {
 	// segment; 0 means DefaultSealBytes and 32.
 	SealBytes      int64
 	MaxTailObjects int
+	// CompressSegments gzips sealed segments (smaller, no longer readable
+	// as text in place).
+	CompressSegments bool
 	// Linger delays each group commit to gather more appends; 0: none.
 	Linger time.Duration
 }
@@ -62,11 +65,12 @@ func New(cfg Config) (history.Store, error) {
 		cfg.SealBytes = DefaultSealBytes
 	}
 	return engine.New(&backend{client: cfg.Client, namespace: cfg.Namespace}, engine.Options{
-		MaxObjectBytes:  maxObjectBytes,
-		SealBytes:       cfg.SealBytes,
-		MaxTailObjects:  cfg.MaxTailObjects,
-		MaxHistoryBytes: cfg.MaxBytes,
-		TooLargeHint:    tooLargeHint,
-		Linger:          cfg.Linger,
+		MaxObjectBytes:   maxObjectBytes,
+		SealBytes:        cfg.SealBytes,
+		MaxTailObjects:   cfg.MaxTailObjects,
+		MaxHistoryBytes:  cfg.MaxBytes,
+		TooLargeHint:     tooLargeHint,
+		Linger:           cfg.Linger,
+		CompressSegments: cfg.CompressSegments,
 	}), nil
 }

@@ -42,16 +42,25 @@ func TestMain(m *testing.M) {
 }
 
 func newStore(cfg *rest.Config, maxBytes int64) (history.Store, error) {
+	return newStoreCompressed(cfg, maxBytes, false)
+}
+
+func newStoreCompressed(cfg *rest.Config, maxBytes int64, compressed bool) (history.Store, error) {
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
 		return nil, err
 	}
-	return configmap.New(configmap.Config{Client: c, Namespace: "default", MaxBytes: maxBytes})
+	return configmap.New(configmap.Config{Client: c, Namespace: "default", MaxBytes: maxBytes, CompressSegments: compressed})
 }
 
 func mustStore(t *testing.T, maxBytes int64) history.Store {
 	t.Helper()
-	s, err := newStore(restConfig, maxBytes)
+	return mustStoreCompressed(t, maxBytes, false)
+}
+
+func mustStoreCompressed(t *testing.T, maxBytes int64, compressed bool) history.Store {
+	t.Helper()
+	s, err := newStoreCompressed(restConfig, maxBytes, compressed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,10 +68,15 @@ func mustStore(t *testing.T, maxBytes int64) history.Store {
 }
 
 func TestConformance(t *testing.T) {
+	t.Run("plain", func(t *testing.T) { conformance(t, false) })
+	t.Run("compressed", func(t *testing.T) { conformance(t, true) })
+}
+
+func conformance(t *testing.T, compressed bool) {
 	historytest.Run(t, historytest.Harness{
-		New: func(t *testing.T) history.Store { return mustStore(t, 64<<20) },
+		New: func(t *testing.T) history.Store { return mustStoreCompressed(t, 64<<20, compressed) },
 		NewWithLimit: func(t *testing.T, maxBytes int64) history.Store {
-			return mustStore(t, maxBytes)
+			return mustStoreCompressed(t, maxBytes, compressed)
 		},
 		ChildEnv:     kubeenv.Env(restConfig),
 		LargeRecords: false,

@@ -25,6 +25,8 @@ type Options struct {
 	MaxTailObjects int
 	// MaxHistoryBytes caps a conversation's payload; 0: no cap.
 	MaxHistoryBytes int64
+	// CompressSegments gzips sealed segments.
+	CompressSegments bool
 }
 
 // New returns an empty in-memory store.
@@ -41,10 +43,11 @@ func Reopen(s history.Store) history.Store {
 
 func newStore(b *backend) *engine.Store {
 	return engine.New(b, engine.Options{
-		MaxObjectBytes:  64 << 20,
-		SealBytes:       b.opts.SealBytes,
-		MaxTailObjects:  b.opts.MaxTailObjects,
-		MaxHistoryBytes: b.opts.MaxHistoryBytes,
+		MaxObjectBytes:   64 << 20,
+		SealBytes:        b.opts.SealBytes,
+		MaxTailObjects:   b.opts.MaxTailObjects,
+		MaxHistoryBytes:  b.opts.MaxHistoryBytes,
+		CompressSegments: b.opts.CompressSegments,
 	})
 }
 

@@ -67,6 +67,9 @@ type Config struct {
 	// segment; 0 means 1 MiB and 32.
 	SealBytes      int64
 	MaxTailObjects int
+	// CompressSegments gzips sealed segments (smaller, no longer readable
+	// as text in place).
+	CompressSegments bool
 	// Linger delays each group commit to gather more appends; 0: none
 	// (appends arriving during a commit still share the next one).
 	Linger time.Duration

@@ -53,9 +53,17 @@ func newBucket(t *testing.T) string {
 }
 
 func TestConformance(t *testing.T) {
+	t.Run("plain", func(t *testing.T) { conformance(t, false) })
+	// Child processes write plain segments, readers here compressed ones: both mix.
+	t.Run("compressed", func(t *testing.T) { conformance(t, true) })
+}
+
+func conformance(t *testing.T, compressed bool) {
 	bucket := newBucket(t)
 	mustStore := func(t *testing.T, maxBytes int64) history.Store {
-		s, err := s3.New(configFor(server.Endpoint, bucket, maxBytes))
+		cfg := configFor(server.Endpoint, bucket, maxBytes)
+		cfg.CompressSegments = compressed
+		s, err := s3.New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

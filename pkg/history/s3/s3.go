@@ -34,12 +34,13 @@ func New(cfg Config) (history.Store, error) {
 		cfg.SealBytes = DefaultSealBytes
 	}
 	return engine.New(&backend{client: client, bucket: cfg.Bucket, prefix: cfg.Prefix}, engine.Options{
-		MaxObjectBytes:  maxObjectBytes,
-		SealBytes:       cfg.SealBytes,
-		MaxTailObjects:  cfg.MaxTailObjects,
-		MaxHistoryBytes: cfg.MaxBytes,
-		TooLargeHint:    "",
-		Linger:          cfg.Linger,
+		MaxObjectBytes:   maxObjectBytes,
+		SealBytes:        cfg.SealBytes,
+		MaxTailObjects:   cfg.MaxTailObjects,
+		MaxHistoryBytes:  cfg.MaxBytes,
+		TooLargeHint:     "",
+		Linger:           cfg.Linger,
+		CompressSegments: cfg.CompressSegments,
 	}), nil
 }
 

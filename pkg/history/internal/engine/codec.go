@@ -2,10 +2,12 @@ package engine
 
 import (
 	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 	"unicode/utf8"
 
@@ -82,8 +84,32 @@ func encodeEntries(entries []history.Entry) []byte {
 	return sealLines(buf, len(entries))
 }
 
+// maxInflated bounds a decompressed segment (a guard against gzip bombs).
+const maxInflated = 1 << 30
+
+// compress gzips an encoded segment. Readers recognise gzip by its magic
+// bytes: JSON lines always start with '{'.
+func compress(data []byte) []byte {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	_, _ = zw.Write(data)
+	_ = zw.Close()
+	return buf.Bytes()
+}
+
+func isGzip(data []byte) bool { return len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b }
+
 // decodeEntries verifies the footer and decodes every entry.
 func decodeEntries(data []byte) ([]history.Entry, error) {
+	if isGzip(data) {
+		zr, err := gzip.NewReader(bytes.NewReader(data))
+		if err != nil {
+			return nil, fmt.Errorf("%w: segment: %w", history.ErrCorrupt, err)
+		}
+		if data, err = io.ReadAll(io.LimitReader(zr, maxInflated)); err != nil {
+			return nil, fmt.Errorf("%w: segment: %w", history.ErrCorrupt, err)
+		}
+	}
 	body := bytes.TrimSuffix(data, []byte("\n"))
 	cut := bytes.LastIndexByte(body, '\n') + 1
 	var f line

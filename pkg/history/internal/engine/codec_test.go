@@ -69,3 +69,19 @@ func FuzzCodec(f *testing.F) {
 		}
 	})
 }
+
+func TestCompressedSegment(t *testing.T) {
+	entries := []history.Entry{{Seq: 1, ID: "a", Data: bytes.Repeat([]byte(`{"x":1}`), 1)}, {Seq: 2, ID: "b", Data: []byte{0, 1}}}
+	data := compress(encodeEntries(entries))
+	got, err := decodeEntries(data)
+	if err != nil || len(got) != 2 || !bytes.Equal(got[1].Data, []byte{0, 1}) {
+		t.Fatalf("compressed segment: %+v, %v", got, err)
+	}
+	for _, i := range []int{len(data) / 2, len(data) - 5} {
+		corrupt := bytes.Clone(data)
+		corrupt[i] ^= 0x01
+		if _, err := decodeEntries(corrupt); !errors.Is(err, history.ErrCorrupt) {
+			t.Fatalf("flipped byte %d of a compressed segment: %v, want ErrCorrupt", i, err)
+		}
+	}
+}

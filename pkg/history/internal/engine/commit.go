@@ -319,6 +319,9 @@ func (h *log) writeSealed(ctx context.Context, tag string, entries []history.Ent
 		dk := dataKey{tag: tag, first: chunk[0].Seq, last: chunk[len(chunk)-1].Seq}
 		key := sealedKey(tag, dk.first, dk.last)
 		data := encodeEntries(chunk)
+		if h.opts.CompressSegments {
+			data = compress(data)
+		}
 		if _, err := h.objects.Create(ctx, key, data); err != nil && !errors.Is(err, history.ErrConflict) {
 			return err
 		}

@@ -12,6 +12,9 @@ type Options struct {
 	// MaxTailObjects: the tail is also sealed once it has this many objects,
 	// which bounds the size of the index.
 	MaxTailObjects int
+	// CompressSegments gzips sealed segments (tail objects stay plain: they
+	// are small and short-lived).
+	CompressSegments bool
 	// MaxHistoryBytes caps the payload bytes of all retained epochs; 0: no cap.
 	MaxHistoryBytes int64
 	// TooLargeHint is appended to ErrTooLarge errors (e.g. "use objectStore").
