@@ -76,12 +76,12 @@ lint-fix: golangci-lint ## Run golangci-lint and apply its fixes.
 .PHONY: test
 test: manifests generate fmt vet envtest s3-server ## Unit, envtest (real kube-apiserver) and storage conformance (real S3 server) tests.
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" PARLEY_VERSITYGW="$(VERSITYGW)" \
-		$(GO) test ./... -coverprofile cover.out
+		$(GO) test ./... -count=1 -coverprofile cover.out
 
 .PHONY: test-e2e
 test-e2e: ## End-to-end tests on the local cluster (real control plane and node).
 	hack/build-binaries.sh cluster >/dev/null # before the test timeout starts: cold, this takes minutes
-	$(GO) test -tags e2e ./test/e2e/ -v -ginkgo.v -timeout 30m
+	$(GO) test -tags e2e ./test/e2e/ -count=1 -v -ginkgo.v -timeout 30m
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME each.
