@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/parley-dev/parley/internal/benchcpu"
 )
 
 // bigClaudeTranscript repeats the fixture's lines, renumbering uuids, message ids and tool ids,
@@ -37,23 +39,6 @@ func bigClaudeTranscript(tb testing.TB, size int) []byte {
 	return out.Bytes()
 }
 
-// cpuMeter reports a benchmark's throughput per second of CPU time ("MB/cpu-s") besides Go's
-// wall-clock MB/s: on the shared 2-core machines the wall clock also counts time spent
-// waiting for a core.
-type cpuMeter struct {
-	start time.Duration
-	bytes int64
-}
-
-func startCPU(bytes int64) cpuMeter { return cpuMeter{start: processCPUTime(), bytes: bytes} }
-
-func (m cpuMeter) report(b *testing.B) {
-	used := processCPUTime() - m.start
-	if used > 0 && m.start > 0 {
-		b.ReportMetric(float64(m.bytes)*float64(b.N)/1e6/used.Seconds(), "MB/cpu-s")
-	}
-}
-
 func bigState(tb testing.TB, size int) State {
 	tb.Helper()
 	s, err := ImportClaudeJSONL(bigClaudeTranscript(tb, size))
@@ -67,13 +52,13 @@ func BenchmarkImportClaudeJSONL(b *testing.B) {
 	data := bigClaudeTranscript(b, 10<<20)
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
-	cpu := startCPU(int64(len(data)))
+	cpu := benchcpu.Start()
 	for b.Loop() {
 		if _, err := ImportClaudeJSONL(data); err != nil {
 			b.Fatal(err)
 		}
 	}
-	cpu.report(b)
+	cpu.Report(b, float64(len(data))/1e6, "MB/cpu-s")
 }
 
 func BenchmarkSnapshotMarshal(b *testing.B) {
@@ -84,13 +69,13 @@ func BenchmarkSnapshotMarshal(b *testing.B) {
 	}
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
-	cpu := startCPU(int64(len(data)))
+	cpu := benchcpu.Start()
 	for b.Loop() {
 		if _, err := MarshalSnapshot(&s, SnapshotMetadata{CreatedAt: time.Now()}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	cpu.report(b)
+	cpu.Report(b, float64(len(data))/1e6, "MB/cpu-s")
 }
 
 func BenchmarkSnapshotUnmarshal(b *testing.B) {
@@ -101,13 +86,13 @@ func BenchmarkSnapshotUnmarshal(b *testing.B) {
 	}
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
-	cpu := startCPU(int64(len(data)))
+	cpu := benchcpu.Start()
 	for b.Loop() {
 		if _, err := UnmarshalSnapshot(data); err != nil {
 			b.Fatal(err)
 		}
 	}
-	cpu.report(b)
+	cpu.Report(b, float64(len(data))/1e6, "MB/cpu-s")
 }
 
 // Method-less mirrors of State, Message and Subagent (whose JSON methods delegate to
@@ -157,7 +142,7 @@ func BenchmarkSnapshotUnmarshalStdlibBaseline(b *testing.B) {
 	}
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
-	cpu := startCPU(int64(len(data)))
+	cpu := benchcpu.Start()
 	for b.Loop() {
 		var doc struct {
 			Payload v1State `json:"payload"`
@@ -166,7 +151,7 @@ func BenchmarkSnapshotUnmarshalStdlibBaseline(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	cpu.report(b)
+	cpu.Report(b, float64(len(data))/1e6, "MB/cpu-s")
 }
 
 // BenchmarkReduceDelta streams text deltas into the last message of a conversation of about

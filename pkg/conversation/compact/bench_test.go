@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/parley-dev/parley/internal/benchcpu"
 	"github.com/parley-dev/parley/pkg/conversation"
 	"github.com/parley-dev/parley/pkg/conversation/tokens"
 )
@@ -80,7 +81,7 @@ func BenchmarkSlidingWindow(b *testing.B) {
 			}
 			p := Policy{Budget: TargetBudget(200_000, 80), KeepRecentMessages: 10, Counter: counter}
 			var rec Record
-			cpu := startCPUClock()
+			cpu := benchcpu.Start()
 			for b.Loop() {
 				if !tc.warm && tc.tokenizer != tokens.Approximate {
 					b.StopTimer()
@@ -95,7 +96,7 @@ func BenchmarkSlidingWindow(b *testing.B) {
 			if rec.MessagesFolded == 0 || rec.TokensAfter > p.Budget {
 				b.Fatalf("not compacted: %+v", rec)
 			}
-			cpu.report(b, 0)
+			cpu.Report(b, 0, "")
 			b.ReportMetric(float64(rec.TokensBefore), "tokens-before")
 			b.ReportMetric(float64(rec.MessagesFolded), "folded")
 		})
@@ -117,11 +118,11 @@ func BenchmarkClearToolResults(b *testing.B) {
 	if _, _, err := ClearToolResults(s, p); err != nil {
 		b.Fatal(err)
 	}
-	cpu := startCPUClock()
+	cpu := benchcpu.Start()
 	for b.Loop() {
 		if _, _, err := ClearToolResults(s, p); err != nil {
 			b.Fatal(err)
 		}
 	}
-	cpu.report(b, 0)
+	cpu.Report(b, 0, "")
 }

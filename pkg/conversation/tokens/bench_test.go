@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/parley-dev/parley/internal/benchcpu"
 	"github.com/parley-dev/parley/pkg/conversation"
 )
 
@@ -27,12 +28,12 @@ func BenchmarkCountText(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.SetBytes(int64(len(corpus)))
-			cpu := startCPUClock()
+			cpu := benchcpu.Start()
 			for b.Loop() {
 				c.CountText(corpus)
 			}
 			b.ReportMetric(float64(refTokens)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
-			cpu.report(b, refTokens)
+			cpu.Report(b, float64(refTokens), "tokens/cpu-s")
 		})
 	}
 }
@@ -64,12 +65,12 @@ func BenchmarkCountState(b *testing.B) {
 					b.Fatal(err)
 				}
 				c.CountState(&state) // warms the cache
-				cpu := startCPUClock()
+				cpu := benchcpu.Start()
 				for b.Loop() {
 					c.CountState(&state)
 				}
 				b.ReportMetric(float64(refTokens)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
-				cpu.report(b, refTokens)
+				cpu.Report(b, float64(refTokens), "tokens/cpu-s")
 			})
 		}
 	}

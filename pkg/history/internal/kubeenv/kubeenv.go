@@ -13,6 +13,8 @@ import (
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/parley-dev/parley/internal/repopath"
 )
 
 // envConfig carries the API server's address and credentials to children.
@@ -41,7 +43,7 @@ func assetsDir() (string, error) {
 		}
 		return dir, nil
 	}
-	if root, err := repoRoot(); err == nil {
+	if root, err := repopath.Root(); err == nil {
 		dir := filepath.Join(root, "bin", "k8s", "envtest")
 		if _, err := os.Stat(filepath.Join(dir, "kube-apiserver")); err == nil {
 			return dir, nil
@@ -49,23 +51,6 @@ func assetsDir() (string, error) {
 	}
 	return "", errors.New("no kube-apiserver for envtest; run `make test`, which builds bin/k8s/envtest and sets KUBEBUILDER_ASSETS " +
 		"(or run `make envtest` and set KUBEBUILDER_ASSETS=$PWD/bin/k8s/envtest)")
-}
-
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("go.mod not found")
-		}
-		dir = parent
-	}
 }
 
 type wireConfig struct {

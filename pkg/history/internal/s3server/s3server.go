@@ -4,7 +4,6 @@
 package s3server
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/parley-dev/parley/internal/repopath"
 )
 
 // EnvBinary names the versitygw binary; `make test` sets it.
@@ -98,7 +99,7 @@ func (s *Server) Stop() {
 func binary() (string, error) {
 	bin := os.Getenv(EnvBinary)
 	if bin == "" {
-		if root, err := repoRoot(); err == nil {
+		if root, err := repopath.Root(); err == nil {
 			bin = filepath.Join(root, "bin", "s3", "versitygw")
 		}
 	}
@@ -107,23 +108,6 @@ func binary() (string, error) {
 			"(or run `make s3-server` and set %s=$PWD/bin/s3/versitygw)", bin, EnvBinary, EnvBinary)
 	}
 	return bin, nil
-}
-
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("go.mod not found")
-		}
-		dir = parent
-	}
 }
 
 func freePort() (int, error) {

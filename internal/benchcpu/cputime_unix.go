@@ -1,14 +1,12 @@
 //go:build unix
 
-package conversation
+package benchcpu
 
 import (
 	"syscall"
 	"time"
 )
 
-// processCPUTime is the CPU time (user + system) this process has used. On a shared machine
-// it measures the work done, where wall-clock time also counts waiting for a core.
 func processCPUTime() time.Duration {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {

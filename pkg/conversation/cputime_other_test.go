@@ -1,8 +1,0 @@
-//go:build !unix
-
-package conversation
-
-import "time"
-
-// processCPUTime is unavailable here: the CPU-time metric is left out.
-func processCPUTime() time.Duration { return 0 }
