@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,10 +14,16 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/parley-dev/parley/pkg/history"
+	"github.com/parley-dev/parley/pkg/history/configmap"
 )
 
 var conversations = schema.GroupVersionResource{Group: "parley.dev", Version: "v1alpha1", Resource: "conversations"}
@@ -128,5 +135,43 @@ var _ = Describe("the Parley manager on the local cluster", Ordered, func() {
 			g.Expect(status(u, "phase")).To(Equal("Expired"))
 		}).WithContext(ctx).WithTimeout(ttl + 2*time.Minute).WithPolling(poll).Should(Succeed())
 		Expect(time.Now()).To(BeTemporally(">=", expiresAt), "expired before its time")
+	})
+
+	It("garbage-collects a Conversation's history ConfigMaps when the Conversation is deleted", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		conv := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "parley.dev/v1alpha1",
+			"kind":       "Conversation",
+			"metadata":   map[string]any{"name": "gc-me"},
+			"spec":       map[string]any{"history": map[string]any{"configMap": map[string]any{}}},
+		}}
+		created, err := dyn.Resource(conversations).Namespace(ns).Create(ctx, conv, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+
+		By("writing a history owned by the Conversation, past one seal")
+		c, err := client.New(restConfig, client.Options{})
+		Expect(err).NotTo(HaveOccurred())
+		store, err := configmap.New(configmap.Config{Client: c, Namespace: ns})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { _ = store.Close() })
+		h, err := store.Open(ctx, "gc-me", history.OpenOptions{Create: true, Owner: &metav1.OwnerReference{
+			APIVersion: "parley.dev/v1alpha1", Kind: "Conversation", Name: "gc-me", UID: created.GetUID(),
+			Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+		}})
+		Expect(err).NotTo(HaveOccurred())
+		for i := range 40 {
+			_, err := h.Append(ctx, []history.Record{{ID: fmt.Sprintf("m%d", i), Data: []byte(`{"role":"user"}`)}})
+			Expect(err).NotTo(HaveOccurred())
+		}
+		historyObjects := func(ctx context.Context) (int, error) {
+			list := &corev1.ConfigMapList{}
+			err := c.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{configmap.LabelConversation: "gc-me"})
+			return len(list.Items), err
+		}
+		Expect(historyObjects(ctx)).To(BeNumerically(">=", 2), "an index and at least one segment or tail")
+
+		By("deleting the Conversation: kube-controller-manager's garbage collector removes the history")
+		Expect(dyn.Resource(conversations).Namespace(ns).Delete(ctx, "gc-me", metav1.DeleteOptions{})).To(Succeed())
+		Eventually(historyObjects).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(poll).Should(BeZero())
 	})
 })
