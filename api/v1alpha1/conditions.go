@@ -31,6 +31,8 @@ const (
 	// ReasonNotImplemented: the feature is declared in the API but this version of the manager
 	// does not act on it yet. The message names what is missing.
 	ReasonNotImplemented = "NotImplemented"
+	// ReasonSessionIDMismatch: spec.sessionID was set after the session started with another id.
+	ReasonSessionIDMismatch = "SessionIDMismatch"
 	// ReasonConversationNotFound: a Checkpoint names a Conversation that does not exist.
 	ReasonConversationNotFound = "ConversationNotFound"
 )

@@ -98,6 +98,16 @@ func decideConversation(conv *parleyv1alpha1.Conversation, now time.Time, newSes
 			"agent pods are not created by this version yet")
 	}
 
+	// spec.sessionID may be added after the controller minted one (the API allows pinning it
+	// later). The running session keeps its id; say so instead of ignoring the spec silently.
+	if conv.Spec.SessionID != "" && conv.Spec.SessionID != st.SessionID {
+		set(parleyv1alpha1.ConditionDegraded, metav1.ConditionTrue, parleyv1alpha1.ReasonSessionIDMismatch,
+			fmt.Sprintf("spec.sessionID %s was set after the session started as %s; the session keeps %s. "+
+				"To use another id, create a new Conversation", conv.Spec.SessionID, st.SessionID, st.SessionID))
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, parleyv1alpha1.ConditionDegraded)
+	}
+
 	st.ObservedGeneration = gen
 	d.status = st
 	return d

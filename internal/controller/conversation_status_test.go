@@ -102,6 +102,24 @@ var _ = Describe("decideConversation", func() {
 		Expect(decideConversation(c, now, fixedID).status).To(Equal(c.Status))
 	})
 
+	It("reports a sessionID pinned after the session started instead of ignoring it silently", func() {
+		c := conv(parleyv1alpha1.LifetimeSpec{})
+		c.Status.SessionID = fixedID()
+		c.Spec.SessionID = "6f1c2b8e-3d4a-4e5f-9a7b-1c2d3e4f5a6b"
+		d := decideConversation(c, created, fixedID)
+		Expect(d.status.SessionID).To(Equal(fixedID()))
+		cond := meta.FindStatusCondition(d.status.Conditions, parleyv1alpha1.ConditionDegraded)
+		Expect(cond).NotTo(BeNil())
+		Expect(cond.Status).To(Equal(metav1.ConditionTrue))
+		Expect(cond.Reason).To(Equal(parleyv1alpha1.ReasonSessionIDMismatch))
+
+		By("clearing the condition once the spec agrees with the session")
+		c.Status = d.status
+		c.Spec.SessionID = fixedID()
+		Expect(meta.FindStatusCondition(decideConversation(c, created, fixedID).status.Conditions,
+			parleyv1alpha1.ConditionDegraded)).To(BeNil())
+	})
+
 	It("says which features are not implemented yet instead of pretending", func() {
 		c := conv(parleyv1alpha1.LifetimeSpec{})
 		c.Spec.Agent = &parleyv1alpha1.AgentSpec{}
