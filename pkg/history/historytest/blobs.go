@@ -167,3 +167,32 @@ func testArbitraryBytes(t *testing.T, hn Harness) {
 		t.Fatal("an id that is not UTF-8 was accepted")
 	}
 }
+
+// testCallerBufferReuse: once Append returns, the caller may reuse the
+// memory of its records (as with io.Writer); what was appended must not
+// change, for this store or any other.
+func testCallerBufferReuse(t *testing.T, hn Harness) {
+	name := conversationName(t)
+	h := open(t, newStore(t, hn), name)
+	buf := []byte(`{"text":"original"}`)
+	mustAppend(t, h, []history.Record{{ID: "r-1", Data: buf}})
+	copy(buf, `{"text":"OVERWRIT"}`)
+	summary := []byte(`{"text":"summary"}`)
+	if _, err := h.NewEpoch(context.Background(), history.EpochRequest{Epoch: 1, Through: 0, Records: []history.Record{{ID: "s-1", Data: summary}}}); err != nil {
+		t.Fatal(err)
+	}
+	copy(summary, `{"text":"OVERWRI"}`)
+	for _, h := range []history.History{h, open(t, newStore(t, hn), name)} {
+		for epoch, want := range map[uint64][]string{1: {`{"text":"original"}`}, 2: {`{"text":"summary"}`, `{"text":"original"}`}} {
+			entries := readAll(t, h, epoch)
+			if len(entries) != len(want) {
+				t.Fatalf("epoch %d has %d entries, want %d", epoch, len(entries), len(want))
+			}
+			for i, e := range entries {
+				if string(e.Data) != want[i] {
+					t.Fatalf("after the caller reused its buffers, epoch %d entry %d holds %q, want %q", epoch, e.Seq, e.Data, want[i])
+				}
+			}
+		}
+	}
+}

@@ -15,6 +15,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Ordering", func(t *testing.T) { testOrdering(t, h) })
 	t.Run("Paging", func(t *testing.T) { testPaging(t, h) })
 	t.Run("ArbitraryBytes", func(t *testing.T) { testArbitraryBytes(t, h) })
+	t.Run("CallerBufferReuse", func(t *testing.T) { testCallerBufferReuse(t, h) })
 	t.Run("IdempotentRetries", func(t *testing.T) { testIdempotent(t, h) })
 	t.Run("ReopenFromAnotherStore", func(t *testing.T) { testReopen(t, h) })
 	t.Run("OpenMissing", func(t *testing.T) { testOpenMissing(t, h) })

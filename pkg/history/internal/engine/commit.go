@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -29,8 +30,10 @@ func (h *log) Append(ctx context.Context, records []history.Record) ([]uint64, e
 	if len(records) == 0 {
 		return nil, nil
 	}
-	r := &request{records: records, done: make(chan struct{})}
-	for _, rec := range records {
+	// The commit may outlive this call (ctx) and its entries stay in the
+	// cache: keep a copy, so the caller may reuse its buffers.
+	r := &request{records: make([]history.Record, len(records)), done: make(chan struct{})}
+	for i, rec := range records {
 		if err := checkID(rec.ID); err != nil {
 			return nil, err
 		}
@@ -39,6 +42,7 @@ func (h *log) Append(ctx context.Context, records []history.Record) ([]uint64, e
 				history.ErrTooLarge, rec.ID, len(rec.Data), h.opts.maxRecordBytes(), h.opts.TooLargeHint)
 		}
 		r.bytes += int64(len(rec.Data))
+		r.records[i] = history.Record{ID: rec.ID, Data: bytes.Clone(rec.Data)}
 	}
 	h.qmu.Lock()
 	if h.gone {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -80,7 +81,7 @@ func (h *log) tryNewEpoch(ctx context.Context, req history.EpochRequest) (histor
 		next.Bytes += int64(len(data))
 	}
 	for _, rec := range req.Records {
-		add(rec.ID, rec.Data)
+		add(rec.ID, bytes.Clone(rec.Data)) // cached: the caller may reuse its buffer
 	}
 	for _, e := range carried {
 		add(e.ID, e.Data)
