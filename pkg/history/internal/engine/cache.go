@@ -88,3 +88,9 @@ func (s *sealedLists) set(tag string, keys []dataKey) {
 	}
 	s.byTag[tag] = keys
 }
+
+func (s *sealedLists) forget(tag string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.byTag, tag)
+}

@@ -93,6 +93,11 @@ func (h *log) readRange(ctx context.Context, m manifest, ref epochRef, from, to 
 		}
 		entries, err := h.entries(ctx, key, dk)
 		if err != nil {
+			if !dk.tail && errors.Is(err, history.ErrNotFound) {
+				// Retain deleted a redundant segment this handle's listing
+				// still names: list again on the retry.
+				h.sealed.forget(dk.tag)
+			}
 			return nil, err
 		}
 		for _, e := range entries[seq-dk.first:] {

@@ -1,0 +1,254 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/parley-dev/parley/pkg/history"
+)
+
+// Tests of interleavings the conformance suite cannot arrange: a backend
+// whose operations can be intercepted, shared by several stores (processes).
+
+type hookBackend struct {
+	mu    sync.Mutex
+	convs map[string]*hookObjects
+}
+
+func (b *hookBackend) Objects(name string, _ *metav1.OwnerReference) (Objects, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.convs == nil {
+		b.convs = map[string]*hookObjects{}
+	}
+	o, ok := b.convs[name]
+	if !ok {
+		o = &hookObjects{items: map[string]hookItem{}}
+		b.convs[name] = o
+	}
+	return o, nil
+}
+
+type hookItem struct {
+	data    []byte
+	version string
+}
+
+type hookObjects struct {
+	mu      sync.Mutex
+	items   map[string]hookItem
+	version int
+	// hook, when set, runs before every operation (without the lock held);
+	// a non-nil error is returned instead of performing the operation.
+	hook func(op, key string) error
+}
+
+func (o *hookObjects) before(op, key string) error {
+	o.mu.Lock()
+	hook := o.hook
+	o.mu.Unlock()
+	if hook == nil {
+		return nil
+	}
+	return hook(op, key)
+}
+
+func (o *hookObjects) setHook(hook func(op, key string) error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.hook = hook
+}
+
+func (o *hookObjects) Get(_ context.Context, key string) ([]byte, string, error) {
+	if err := o.before("get", key); err != nil {
+		return nil, "", err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	it, ok := o.items[key]
+	if !ok {
+		return nil, "", fmt.Errorf("%s: %w", key, history.ErrNotFound)
+	}
+	return append([]byte(nil), it.data...), it.version, nil
+}
+
+func (o *hookObjects) Create(_ context.Context, key string, data []byte) (string, error) {
+	if err := o.before("create", key); err != nil {
+		return "", err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, ok := o.items[key]; ok {
+		return "", fmt.Errorf("%s exists: %w", key, history.ErrConflict)
+	}
+	return o.put(key, data), nil
+}
+
+func (o *hookObjects) Replace(_ context.Context, key string, data []byte, version string) (string, error) {
+	if err := o.before("replace", key); err != nil {
+		return "", err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	it, ok := o.items[key]
+	if !ok {
+		return "", fmt.Errorf("%s: %w", key, history.ErrNotFound)
+	}
+	if it.version != version {
+		return "", fmt.Errorf("%s changed: %w", key, history.ErrConflict)
+	}
+	return o.put(key, data), nil
+}
+
+func (o *hookObjects) put(key string, data []byte) string {
+	o.version++
+	v := strconv.Itoa(o.version)
+	o.items[key] = hookItem{data: append([]byte(nil), data...), version: v}
+	return v
+}
+
+func (o *hookObjects) Delete(_ context.Context, key string) error {
+	if err := o.before("delete", key); err != nil {
+		return err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.items, key)
+	return nil
+}
+
+func (o *hookObjects) List(_ context.Context, prefix string) ([]ObjectInfo, error) {
+	if err := o.before("list", prefix); err != nil {
+		return nil, err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []ObjectInfo
+	for key, it := range o.items {
+		if strings.HasPrefix(key, prefix) {
+			out = append(out, ObjectInfo{Key: key, Size: int64(len(it.data))})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}
+
+func (o *hookObjects) keys() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make([]string, 0, len(o.items))
+	for k := range o.items {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// hookStores returns n stores over one backend, as n processes would see it,
+// and the objects of conversation name.
+func hookStores(t *testing.T, n int, opts Options, name string) ([]*Store, *hookObjects) {
+	t.Helper()
+	b := &hookBackend{}
+	stores := make([]*Store, 0, n)
+	for range n {
+		s := New(b, opts)
+		t.Cleanup(func() { _ = s.Close() })
+		stores = append(stores, s)
+	}
+	o, _ := b.Objects(name, nil)
+	return stores, o.(*hookObjects)
+}
+
+func openHook(t *testing.T, s *Store, name string) history.History {
+	t.Helper()
+	h, err := s.Open(context.Background(), name, history.OpenOptions{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func appendOne(t *testing.T, h history.History, id string) {
+	t.Helper()
+	if _, err := h.Append(context.Background(), []history.Record{{ID: id, Data: []byte(`"` + id + `"`)}}); err != nil {
+		t.Fatalf("append %s: %v", id, err)
+	}
+}
+
+func readEpoch(h history.History, epoch uint64) ([]history.Entry, error) {
+	var out []history.Entry
+	for e, err := range history.All(context.Background(), h, epoch, 1) {
+		if err != nil {
+			return out, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+func checkEntries(t *testing.T, what string, entries []history.Entry, err error, n int) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if len(entries) != n {
+		t.Fatalf("%s: %d entries, want %d", what, len(entries), n)
+	}
+	for i, e := range entries {
+		if e.Seq != uint64(i+1) || string(e.Data) != `"`+e.ID+`"` {
+			t.Fatalf("%s: entry %d is %+v", what, i, e)
+		}
+	}
+}
+
+// A reader lists an epoch's sealed segments while a compaction's first
+// attempt has sealed the tail and is losing its race to an append; the
+// retry seals a longer range, and Retain later deletes the shorter segment
+// as redundant. The reader's cached listing still names it: its reads of
+// the old epoch must list again, not fail for ever.
+func TestReadAfterRetainDeletedCachedSegment(t *testing.T) {
+	const name = "c"
+	stores, objs := hookStores(t, 3, Options{MaxTailObjects: 4}, name)
+	compactor := openHook(t, stores[0], name)
+	for i := 1; i <= 10; i++ {
+		appendOne(t, compactor, fmt.Sprintf("m-%d", i))
+	}
+	var reader history.History
+	fired := false
+	objs.setHook(func(op, key string) error {
+		if op != "replace" || key != indexKey || fired {
+			return nil
+		}
+		fired = true // the compaction is about to move the index: race it
+		appendOne(t, openHook(t, stores[1], name), "m-11")
+		reader = openHook(t, stores[2], name)
+		entries, err := readEpoch(reader, 0)
+		checkEntries(t, "read during the compaction", entries, err, 11)
+		return nil
+	})
+	if _, err := compactor.NewEpoch(context.Background(), history.EpochRequest{
+		Epoch: 1, Through: 10, Records: []history.Record{{ID: "s-1", Data: []byte(`"s-1"`)}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	objs.setHook(nil)
+	if !fired {
+		t.Fatal("the compaction never moved the index")
+	}
+	before := len(objs.keys())
+	if err := compactor.Retain(context.Background(), history.Retention{KeepEpochs: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if len(objs.keys()) == before {
+		t.Fatalf("Retain deleted nothing; the test needs a redundant segment (objects %v)", objs.keys())
+	}
+	entries, err := readEpoch(reader, 1)
+	checkEntries(t, "read of the old epoch after Retain", entries, err, 11)
+}
