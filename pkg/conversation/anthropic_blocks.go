@@ -33,6 +33,9 @@ type anthropicSource struct {
 	Data      string `json:"data,omitzero"`
 	URL       string `json:"url,omitzero"`
 	FileID    string `json:"file_id,omitzero"`
+	// Rest holds members MediaRef has no field for (e.g. the blocks of a "content" source):
+	// a block with any is kept whole in Block.Raw.
+	Rest jsontext.Value `json:",embed"`
 }
 
 var errNotObject = errors.New("content block is not a JSON object")
@@ -80,7 +83,11 @@ func blockFromAnthropic(raw jsontext.Value) (Block, error) {
 	if b, ok := fromWire(&w); ok {
 		return b, nil
 	}
-	return Block{Type: BlockType(w.Type), Raw: raw.Clone()}, nil
+	b := Block{Type: BlockType(w.Type), Raw: raw.Clone()}
+	if b.Type == BlockImage || b.Type == BlockDocument {
+		b.Media = mediaOf(&w) // what converters and token counters can read; Raw is written back
+	}
+	return b, nil
 }
 
 // fromWire converts a block of a known type; a tool_result's content must be a string or
@@ -109,14 +116,10 @@ func fromWire(w *anthropicBlock) (Block, bool) {
 			return Block{}, false
 		}
 	case BlockImage, BlockDocument:
-		if w.Source != nil {
-			s := w.Source
-			b.Media = &MediaRef{SourceType: s.Type, MediaType: s.MediaType, Data: s.Data, URL: s.URL, FileID: s.FileID}
+		if w.Source != nil && len(w.Source.Rest) > 0 {
+			return Block{}, false
 		}
-		if w.Title != "" {
-			b.Media = orEmptyMedia(b.Media)
-			b.Media.Title = w.Title
-		}
+		b.Media = mediaOf(w)
 	default:
 		return Block{}, false
 	}
@@ -124,6 +127,18 @@ func fromWire(w *anthropicBlock) (Block, bool) {
 		b.Extra = w.Rest
 	}
 	return b, true
+}
+
+func mediaOf(w *anthropicBlock) *MediaRef {
+	var m *MediaRef
+	if s := w.Source; s != nil {
+		m = &MediaRef{SourceType: s.Type, MediaType: s.MediaType, Data: s.Data, URL: s.URL, FileID: s.FileID}
+	}
+	if w.Title != "" {
+		m = orEmptyMedia(m)
+		m.Title = w.Title
+	}
+	return m
 }
 
 func decodeToolResultContent(content jsontext.Value, b *Block) error {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"time"
 
@@ -31,18 +32,21 @@ type claudeLineRecord struct {
 }
 
 type claudeLine struct {
-	Type             string         `json:"type"`
-	UUID             string         `json:"uuid"`
-	ParentUUID       string         `json:"parentUuid"`
-	SessionID        string         `json:"sessionId"`
-	Timestamp        string         `json:"timestamp"`
-	CWD              string         `json:"cwd"`
-	IsSidechain      bool           `json:"isSidechain"`
-	IsCompactSummary bool           `json:"isCompactSummary"`
-	IsMeta           bool           `json:"isMeta"`
-	AgentID          string         `json:"agentId"`
-	Message          *claudeMessage `json:"message"`
-	ToolUseResult    agentRef       `json:"toolUseResult"`
+	Type       string `json:"type"`
+	UUID       string `json:"uuid"`
+	ParentUUID string `json:"parentUuid"`
+	// LogicalParentUUID links a compact_boundary line (whose parentUuid is null) to the last
+	// line before the compaction.
+	LogicalParentUUID string         `json:"logicalParentUuid"`
+	SessionID         string         `json:"sessionId"`
+	Timestamp         string         `json:"timestamp"`
+	CWD               string         `json:"cwd"`
+	IsSidechain       bool           `json:"isSidechain"`
+	IsCompactSummary  bool           `json:"isCompactSummary"`
+	IsMeta            bool           `json:"isMeta"`
+	AgentID           string         `json:"agentId"`
+	Message           *claudeMessage `json:"message"`
+	ToolUseResult     agentRef       `json:"toolUseResult"`
 }
 
 // agentRef reads only toolUseResult.agentId, skipping the rest (often a whole file's text)
@@ -103,6 +107,13 @@ func (u *anthropicUsage) toUsage() Usage {
 // ErrTranscript wraps every error of a transcript importer.
 var ErrTranscript = errors.New("conversation: bad transcript")
 
+// ErrTruncatedTranscript reports a Claude transcript whose last line stops in the middle of
+// its JSON object with no newline after it: the writer crashed (or is still writing) while
+// appending it. It wraps ErrTranscript. Unlike every other error of the importers, it comes
+// with the state of all the complete lines, which the caller may use: the cut line is the only
+// thing missing.
+var ErrTruncatedTranscript = fmt.Errorf("%w: last line cut short", ErrTranscript)
+
 // lenientJSON reads what real transcripts contain: invalid UTF-8 is kept, duplicate names
 // are tolerated (the last wins).
 var lenientJSON = json.JoinOptions(jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true))
@@ -122,17 +133,30 @@ func ImportClaudeJSONL(data []byte) (State, error) {
 // ImportClaudeSession reads a session's main transcript and its subagent transcripts
 // (<sessionId>/subagents/agent-<id>.jsonl). A subagent is linked to the Task tool call that
 // started it through the tool result's toolUseResult.agentId.
+//
+// A file whose last line was cut short (see ErrTruncatedTranscript) is read up to that line;
+// the state is returned with an error wrapping ErrTruncatedTranscript. Any other error returns
+// an empty state.
 func ImportClaudeSession(main []byte, subagents ...ClaudeSubagentFile) (State, error) {
 	imp := newClaudeImporter()
-	if err := imp.readFile(main, ""); err != nil {
+	var truncated []error
+	if err := imp.readFile(main, ""); errors.Is(err, ErrTruncatedTranscript) {
+		truncated = append(truncated, err)
+	} else if err != nil {
 		return State{}, err
 	}
 	for _, f := range subagents {
-		if err := imp.readFile(f.Data, f.AgentID); err != nil {
-			return State{}, fmt.Errorf("subagent %s: %w", f.AgentID, err)
+		err := imp.readFile(f.Data, f.AgentID)
+		if err != nil {
+			err = fmt.Errorf("subagent %s: %w", f.AgentID, err)
+		}
+		if errors.Is(err, ErrTruncatedTranscript) {
+			truncated = append(truncated, err)
+		} else if err != nil {
+			return State{}, err
 		}
 	}
-	return imp.finish()
+	return imp.finish(), errors.Join(truncated...)
 }
 
 type claudeImporter struct {
@@ -173,9 +197,9 @@ func (imp *claudeImporter) thread(key string) *claudeThread {
 
 // readFile reads one file. agentID is "" for the main transcript.
 func (imp *claudeImporter) readFile(data []byte, agentID string) error {
-	lines, err := parseClaudeLines(data)
-	if err != nil {
-		return err
+	lines, truncated := parseClaudeLines(data)
+	if truncated != nil && !errors.Is(truncated, ErrTruncatedTranscript) {
+		return truncated
 	}
 	abandoned := abandonedBranches(lines)
 	for i := range lines {
@@ -188,7 +212,7 @@ func (imp *claudeImporter) readFile(data []byte, agentID string) error {
 			return fmt.Errorf("%w: line %d: %w", ErrTranscript, pl.number, err)
 		}
 	}
-	return nil
+	return truncated
 }
 
 // parsedLine is one non-empty transcript line; decoded is false for valid JSON of a shape
@@ -200,15 +224,21 @@ type parsedLine struct {
 	decoded bool
 }
 
+// parseClaudeLines splits a transcript into lines and decodes them. A UTF-8 byte order mark
+// before the first line is skipped. A last line that ends before its JSON value does, with
+// no newline after it, is a write cut short: the lines before it are returned with an
+// ErrTruncatedTranscript error. Any other invalid line is an ErrTranscript error.
 func parseClaudeLines(data []byte) ([]parsedLine, error) {
+	data = bytes.TrimPrefix(data, []byte("\ufeff"))
 	lines := make([]parsedLine, 0, bytes.Count(data, []byte{'\n'})+1)
 	lineNo := 0
 	for len(data) > 0 {
 		var line []byte
+		last := false
 		if i := bytes.IndexByte(data, '\n'); i >= 0 {
 			line, data = data[:i], data[i+1:]
 		} else {
-			line, data = data, nil
+			line, data, last = data, nil, true
 		}
 		lineNo++
 		line = bytes.TrimSpace(line)
@@ -217,7 +247,10 @@ func parseClaudeLines(data []byte) ([]parsedLine, error) {
 		}
 		pl := parsedLine{raw: line, number: lineNo}
 		if err := json.Unmarshal(line, &pl.line, lenientJSON); err != nil {
-			if !jsontext.Value(line).IsValid(jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true)) {
+			if err := validJSON(line); err != nil {
+				if last && errors.Is(err, io.ErrUnexpectedEOF) {
+					return lines, fmt.Errorf("%w: line %d (%d bytes, no newline): %w", ErrTruncatedTranscript, lineNo, len(line), err)
+				}
 				return nil, fmt.Errorf("%w: line %d: %w", ErrTranscript, lineNo, err)
 			}
 			pl.line = claudeLine{} // valid JSON of a shape we do not know: kept raw
@@ -227,6 +260,18 @@ func parseClaudeLines(data []byte) ([]parsedLine, error) {
 		lines = append(lines, pl)
 	}
 	return lines, nil
+}
+
+// validJSON reports why a line is not one valid JSON value (nil when it is).
+func validJSON(line []byte) error {
+	dec := jsontext.NewDecoder(bytes.NewReader(line), lenientJSON)
+	if _, err := dec.ReadValue(); err != nil {
+		return err
+	}
+	if _, err := dec.ReadToken(); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("data after the JSON value at offset %d", dec.InputOffset())
+	}
+	return nil
 }
 
 // threadOf is the thread a line belongs to: the subagent file's, a sidechain's agent, or the
@@ -389,7 +434,7 @@ func (imp *claudeImporter) keepRaw(line []byte, threadKey string) {
 	imp.state.Records = append(imp.state.Records, RawRecord{AfterID: after, Thread: threadKey, Raw: bytes.Clone(line)})
 }
 
-func (imp *claudeImporter) finish() (State, error) {
+func (imp *claudeImporter) finish() State {
 	s := imp.state
 	for _, key := range imp.order {
 		t := imp.threads[key]
@@ -411,7 +456,7 @@ func (imp *claudeImporter) finish() (State, error) {
 		}
 		s.Subagents = append(s.Subagents, sub)
 	}
-	return s, nil
+	return s
 }
 
 // claudeBlocks decodes message.content: a string (one text block) or a list of blocks.

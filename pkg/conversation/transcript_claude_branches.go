@@ -9,17 +9,26 @@ import "bytes"
 // the prompt and everything below it is an abandoned branch: kept as raw records (written
 // back on export), left out of the conversation. Forks anywhere else (tool results, progress
 // lines) are left alone: file order stands, nothing is dropped on a guess.
+//
+// A uuid written again (a resumed session replays lines) is one node of the tree, its first
+// line: a replayed prompt is not a second child, and a copy is abandoned only with its
+// original.
 func abandonedBranches(lines []parsedLine) map[int]bool {
 	index := make(map[string]int, len(lines))
 	children := make(map[string][]int, len(lines))
+	replayed := false
 	for i := range lines {
 		l := &lines[i].line
 		if l.UUID == "" {
 			continue
 		}
+		if _, seen := index[l.UUID]; seen {
+			replayed = true
+			continue
+		}
 		index[l.UUID] = i
-		if l.ParentUUID != "" {
-			children[l.ParentUUID] = append(children[l.ParentUUID], i)
+		if p := chainParent(l); p != "" {
+			children[p] = append(children[p], i)
 		}
 	}
 	onChain := map[int]bool{}
@@ -29,11 +38,11 @@ func abandonedBranches(lines []parsedLine) map[int]bool {
 	for i := range lines {
 		l := &lines[i].line
 		if lines[i].decoded && l.UUID != "" && (l.Type == "user" || l.Type == "assistant") {
-			leaves[threadOf(l, "")] = i
+			leaves[threadOf(l, "")] = index[l.UUID]
 		}
 	}
 	for _, leaf := range leaves {
-		for i, ok := leaf, true; ok && !onChain[i]; i, ok = index[lines[i].line.ParentUUID] {
+		for i, ok := leaf, true; ok && !onChain[i]; i, ok = index[chainParent(&lines[i].line)] {
 			onChain[i] = true
 		}
 	}
@@ -51,7 +60,24 @@ func abandonedBranches(lines []parsedLine) map[int]bool {
 			markSubtree(lines, children, c, abandoned)
 		}
 	}
+	if replayed && abandoned != nil {
+		for i := range lines {
+			if u := lines[i].line.UUID; u != "" && abandoned[index[u]] {
+				abandoned[i] = true
+			}
+		}
+	}
 	return abandoned
+}
+
+// chainParent is the line a line follows: its parentUuid, or for a compaction boundary
+// (parentUuid null) the last line before the compaction, so a rewind made before a
+// compaction is still seen.
+func chainParent(l *claudeLine) string {
+	if l.ParentUUID == "" {
+		return l.LogicalParentUUID
+	}
+	return l.ParentUUID
 }
 
 func isPrompt(l *claudeLine) bool {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -215,11 +216,24 @@ func FuzzImportClaudeJSONL(f *testing.F) {
 		f.Add(compactSeed(f, bytes.Join(lines, []byte("\n")), 2))
 	}
 	f.Add([]byte(`{"type":"assistant","uuid":"u","message":{"id":"m","role":"assistant","content":[{"type":"tool_use","id":"t","name":"x","input":{}}]}}`))
+	// Shapes the fixtures lack (testdata/claude-code-shapes), two or three lines per seed,
+	// and the ways a file on disk differs: BOM, CRLF, a replayed line, a cut last line.
+	shapes := nonEmptyLines(readFixture(f, "claude-code-shapes/main.jsonl"))
+	for _, r := range [][2]int{{0, 3}, {4, 7}, {7, 10}, {10, 13}, {13, 15}, {16, 19}, {19, 22}, {22, 25}, {25, 27}, {29, 32}, {32, 36}, {36, 38}, {38, 41}, {41, 44}} {
+		f.Add(compactSeed(f, bytes.Join(shapes[r[0]:r[1]], []byte("\n")), 3))
+	}
+	pair := compactSeed(f, bytes.Join(shapes[3:5], []byte("\n")), 2)
+	f.Add(append([]byte("\ufeff"), bytes.ReplaceAll(pair, []byte("\n"), []byte("\r\n"))...))
+	f.Add(append(slices.Clone(pair), pair[:bytes.IndexByte(pair, '\n')+1]...))
+	f.Add(pair[:len(pair)-20])
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := ImportClaudeJSONL(data)
-		if err != nil {
-			if !errors.Is(err, ErrTranscript) {
-				t.Fatalf("untyped error %v", err)
+		if err != nil && !errors.Is(err, ErrTranscript) {
+			t.Fatalf("untyped error %v", err)
+		}
+		if err != nil && !errors.Is(err, ErrTruncatedTranscript) {
+			if len(s.Messages) != 0 || len(s.Records) != 0 {
+				t.Fatalf("partial state with error %v", err)
 			}
 			return
 		}
