@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -16,8 +15,7 @@ func (h *log) PutCheckpoint(ctx context.Context, data []byte) (history.Digest, e
 			history.ErrTooLarge, len(data), h.opts.MaxObjectBytes, h.opts.TooLargeHint)
 	}
 	d := history.DigestOf(data)
-	_, err := h.objects.Create(ctx, checkpointPrefix+d.Hex(), data)
-	if err != nil && !errors.Is(err, history.ErrConflict) { // same digest, same bytes
+	if err := h.createIfAbsent(ctx, checkpointPrefix+d.Hex(), data); err != nil { // same digest, same bytes
 		return "", err
 	}
 	return d, nil

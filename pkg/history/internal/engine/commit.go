@@ -326,7 +326,7 @@ func (h *log) writeSealed(ctx context.Context, tag string, entries []history.Ent
 		if h.opts.CompressSegments {
 			data = compress(data)
 		}
-		if _, err := h.objects.Create(ctx, key, data); err != nil && !errors.Is(err, history.ErrConflict) {
+		if err := h.createIfAbsent(ctx, key, data); err != nil {
 			return err
 		}
 		h.cache.put(key, chunk, int64(len(data)))
@@ -334,6 +334,24 @@ func (h *log) writeSealed(ctx context.Context, tag string, entries []history.Ent
 	}
 	if known, ok := h.sealed.get(tag); ok {
 		h.sealed.set(tag, append(append([]dataKey(nil), known...), keys...))
+	}
+	return nil
+}
+
+// createIfAbsent writes an immutable object whose key determines its
+// content (a sealed segment, a checkpoint): one that exists already is fine.
+// A conflict alone does not prove it exists (S3 answers 409 to a create
+// racing another upload of the key, which may still fail), so check.
+func (h *log) createIfAbsent(ctx context.Context, key string, data []byte) error {
+	_, err := h.objects.Create(ctx, key, data)
+	if err == nil || !errors.Is(err, history.ErrConflict) {
+		return err
+	}
+	if _, _, gerr := h.objects.Get(ctx, key); gerr != nil {
+		if errors.Is(gerr, history.ErrNotFound) {
+			return err // not there (yet): the caller retries
+		}
+		return gerr
 	}
 	return nil
 }

@@ -17,6 +17,9 @@ import (
 // Tests of interleavings the conformance suite cannot arrange: a backend
 // whose operations can be intercepted, shared by several stores (processes).
 
+// convName is the conversation of these tests.
+const convName = "c"
+
 type hookBackend struct {
 	mu    sync.Mutex
 	convs map[string]*hookObjects
@@ -152,8 +155,8 @@ func (o *hookObjects) keys() []string {
 }
 
 // hookStores returns n stores over one backend, as n processes would see it,
-// and the objects of conversation name.
-func hookStores(t *testing.T, n int, opts Options, name string) ([]*Store, *hookObjects) {
+// and the objects of the conversation convName.
+func hookStores(t *testing.T, n int, opts Options) ([]*Store, *hookObjects) {
 	t.Helper()
 	b := &hookBackend{}
 	stores := make([]*Store, 0, n)
@@ -162,13 +165,13 @@ func hookStores(t *testing.T, n int, opts Options, name string) ([]*Store, *hook
 		t.Cleanup(func() { _ = s.Close() })
 		stores = append(stores, s)
 	}
-	o, _ := b.Objects(name, nil)
+	o, _ := b.Objects(convName, nil)
 	return stores, o.(*hookObjects)
 }
 
-func openHook(t *testing.T, s *Store, name string) history.History {
+func openHook(t *testing.T, s *Store) history.History {
 	t.Helper()
-	h, err := s.Open(context.Background(), name, history.OpenOptions{Create: true})
+	h, err := s.Open(context.Background(), convName, history.OpenOptions{Create: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,9 +217,8 @@ func checkEntries(t *testing.T, what string, entries []history.Entry, err error,
 // as redundant. The reader's cached listing still names it: its reads of
 // the old epoch must list again, not fail for ever.
 func TestReadAfterRetainDeletedCachedSegment(t *testing.T) {
-	const name = "c"
-	stores, objs := hookStores(t, 3, Options{MaxTailObjects: 4}, name)
-	compactor := openHook(t, stores[0], name)
+	stores, objs := hookStores(t, 3, Options{MaxTailObjects: 4})
+	compactor := openHook(t, stores[0])
 	for i := 1; i <= 10; i++ {
 		appendOne(t, compactor, fmt.Sprintf("m-%d", i))
 	}
@@ -227,8 +229,8 @@ func TestReadAfterRetainDeletedCachedSegment(t *testing.T) {
 			return nil
 		}
 		fired = true // the compaction is about to move the index: race it
-		appendOne(t, openHook(t, stores[1], name), "m-11")
-		reader = openHook(t, stores[2], name)
+		appendOne(t, openHook(t, stores[1]), "m-11")
+		reader = openHook(t, stores[2])
 		entries, err := readEpoch(reader, 0)
 		checkEntries(t, "read during the compaction", entries, err, 11)
 		return nil
@@ -251,4 +253,60 @@ func TestReadAfterRetainDeletedCachedSegment(t *testing.T) {
 	}
 	entries, err := readEpoch(reader, 1)
 	checkEntries(t, "read of the old epoch after Retain", entries, err, 11)
+}
+
+// errInProgress is what S3 answers a conditional create that races another
+// upload of the same key (409 ConditionalRequestConflict): the object may
+// never appear if that other upload fails.
+var errInProgress = fmt.Errorf("%w: ConditionalRequestConflict", history.ErrConflict)
+
+// failFirstCreate makes the first create of a matching key fail with
+// errInProgress without writing anything.
+func failFirstCreate(objs *hookObjects, match func(key string) bool) *bool {
+	fired := new(bool)
+	var mu sync.Mutex
+	objs.setHook(func(op, key string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if op == "create" && match(key) && !*fired {
+			*fired = true
+			return errInProgress
+		}
+		return nil
+	})
+	return fired
+}
+
+// A seal whose create conflicts must not count the segment as written
+// unless it exists: the index would say the range is sealed and the tail
+// objects holding it would be deleted.
+func TestSealCreateConflictWithoutObject(t *testing.T) {
+	stores, objs := hookStores(t, 2, Options{MaxTailObjects: 4})
+	h := openHook(t, stores[0])
+	fired := failFirstCreate(objs, IsSealedKey)
+	for i := 1; i <= 6; i++ {
+		appendOne(t, h, fmt.Sprintf("m-%d", i))
+	}
+	if !*fired {
+		t.Fatal("no seal happened")
+	}
+	entries, err := readEpoch(openHook(t, stores[1]), 0)
+	checkEntries(t, "read from another store", entries, err, 6)
+}
+
+func TestCheckpointCreateConflictWithoutObject(t *testing.T) {
+	stores, objs := hookStores(t, 1, Options{})
+	h := openHook(t, stores[0])
+	fired := failFirstCreate(objs, func(key string) bool { return strings.HasPrefix(key, checkpointPrefix) })
+	d, err := h.PutCheckpoint(context.Background(), []byte("snapshot"))
+	if !*fired {
+		t.Fatal("no checkpoint create")
+	}
+	if err == nil {
+		if _, err := h.GetCheckpoint(context.Background(), d); err != nil {
+			t.Fatalf("PutCheckpoint returned %s, but: %v", d, err)
+		}
+	} else if !history.IsRetryable(err) {
+		t.Fatalf("PutCheckpoint: %v, want a retryable error", err)
+	}
 }
