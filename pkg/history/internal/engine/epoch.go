@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/parley-dev/parley/pkg/history"
 )
@@ -25,12 +26,13 @@ func (h *log) NewEpoch(ctx context.Context, req history.EpochRequest) (history.H
 	h.commitMu.Lock()
 	defer h.commitMu.Unlock()
 	var err error
+	var tags []string // of the attempts: an index write may land unanswered
 	for attempt := range h.opts.MaxAttempts {
 		if attempt > 0 {
 			backoff(ctx, attempt)
 		}
 		var head history.Head
-		head, err = h.tryNewEpoch(ctx, req)
+		head, err = h.tryNewEpoch(ctx, req, &tags)
 		if err == nil {
 			return head, nil
 		}
@@ -45,10 +47,16 @@ func (h *log) NewEpoch(ctx context.Context, req history.EpochRequest) (history.H
 // errRetrySwap: the index moved while the new epoch was being written.
 var errRetrySwap = fmt.Errorf("index moved during epoch swap: %w", history.ErrConflict)
 
-func (h *log) tryNewEpoch(ctx context.Context, req history.EpochRequest) (history.Head, error) {
+func (h *log) tryNewEpoch(ctx context.Context, req history.EpochRequest, tags *[]string) (history.Head, error) {
 	m, ver, err := h.loadManifest(ctx)
 	if err != nil {
 		return history.Head{}, err
+	}
+	if slices.Contains(*tags, m.Tag) {
+		// An earlier attempt swapped; only its answer was lost. (Tags are
+		// never reused, so no other writer can have made this one current.)
+		h.m, h.ver, h.loaded = m, ver, true
+		return m.head(), nil
 	}
 	if m.Epoch != req.Epoch {
 		return history.Head{}, fmt.Errorf("%w: current epoch is %d, not %d", history.ErrConflict, m.Epoch, req.Epoch)
@@ -87,6 +95,7 @@ func (h *log) tryNewEpoch(ctx context.Context, req history.EpochRequest) (histor
 		add(e.ID, e.Data)
 	}
 	next.LastSeq, next.SealedThrough = uint64(len(entries)), uint64(len(entries))
+	*tags = append(*tags, next.Tag)
 	h.sealed.set(next.Tag, nil)
 	if err := h.writeSealed(ctx, next.Tag, entries); err != nil {
 		return history.Head{}, err

@@ -51,6 +51,9 @@ type hookObjects struct {
 	// hook, when set, runs before every operation (without the lock held);
 	// a non-nil error is returned instead of performing the operation.
 	hook func(op, key string) error
+	// lostReply, when set, is asked after a successful replace whether to
+	// answer ErrUnavailable anyway (the server applied it, the answer was lost).
+	lostReply func(key string) bool
 }
 
 func (o *hookObjects) before(op, key string) error {
@@ -107,7 +110,11 @@ func (o *hookObjects) Replace(_ context.Context, key string, data []byte, versio
 	if it.version != version {
 		return "", fmt.Errorf("%s changed: %w", key, history.ErrConflict)
 	}
-	return o.put(key, data), nil
+	v := o.put(key, data)
+	if o.lostReply != nil && o.lostReply(key) {
+		return "", fmt.Errorf("%s: reply lost: %w", key, history.ErrUnavailable)
+	}
+	return v, nil
 }
 
 func (o *hookObjects) put(key string, data []byte) string {
@@ -308,5 +315,39 @@ func TestCheckpointCreateConflictWithoutObject(t *testing.T) {
 		}
 	} else if !history.IsRetryable(err) {
 		t.Fatalf("PutCheckpoint: %v, want a retryable error", err)
+	}
+}
+
+// A swap whose index write landed but whose answer was lost is retried; the
+// retry must recognise its own swap rather than report that another writer
+// won (ErrConflict), and nothing may be swapped twice.
+func TestNewEpochLostReply(t *testing.T) {
+	stores, objs := hookStores(t, 1, Options{})
+	h := openHook(t, stores[0])
+	for i := 1; i <= 3; i++ {
+		appendOne(t, h, fmt.Sprintf("m-%d", i))
+	}
+	lost := 0
+	objs.mu.Lock()
+	objs.lostReply = func(key string) bool {
+		lost++
+		return key == indexKey && lost == 1
+	}
+	objs.mu.Unlock()
+	head, err := h.NewEpoch(context.Background(), history.EpochRequest{
+		Epoch: 1, Through: 2, Records: []history.Record{{ID: "s-1", Data: []byte(`"s-1"`)}},
+	})
+	if lost == 0 {
+		t.Fatal("the swap never wrote the index")
+	}
+	if err != nil {
+		t.Fatalf("NewEpoch whose index write landed: %v", err)
+	}
+	if head.Epoch != 2 || head.Sequence != 2 {
+		t.Fatalf("head %+v, want epoch 2 with 2 entries", head)
+	}
+	entries, err := readEpoch(h, 0)
+	if err != nil || len(entries) != 2 || entries[0].ID != "s-1" || entries[1].ID != "m-3" {
+		t.Fatalf("epoch 2: %+v, %v; want s-1, m-3", entries, err)
 	}
 }
