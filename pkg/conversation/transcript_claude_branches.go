@@ -37,8 +37,10 @@ func abandonedBranches(lines []parsedLine) map[int]bool {
 	leaves := map[string]int{}
 	for i := range lines {
 		l := &lines[i].line
-		if lines[i].decoded && l.UUID != "" && (l.Type == "user" || l.Type == "assistant") {
-			leaves[threadOf(l, "")] = index[l.UUID]
+		// The newest line is the last one written for the first time: a replay of older
+		// lines does not move the conversation back.
+		if lines[i].decoded && l.UUID != "" && (l.Type == "user" || l.Type == "assistant") && index[l.UUID] == i {
+			leaves[threadOf(l, "")] = i
 		}
 	}
 	for _, leaf := range leaves {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/go-json-experiment/json"
@@ -97,6 +98,11 @@ type claudeWriter struct {
 	opts     ClaudeExportOptions
 	agentID  string
 	lastLine string
+	// rawSince are the uuids of the raw lines written since the last message line. A message
+	// line that followed one of them in its transcript keeps it as its parent: a compacted
+	// session's summary stays below its compact_boundary line (whose null parent is where
+	// the SDK stops loading history), a line below a progress line stays there.
+	rawSince []string
 }
 
 func exportClaudeThread(messages []Message, records []RawRecord, thread string, opts ClaudeExportOptions) ([]byte, error) {
@@ -131,7 +137,27 @@ func (w *claudeWriter) raw(lines []jsontext.Value) {
 	for _, l := range lines {
 		w.buf.Write(l)
 		w.buf.WriteByte('\n')
+		var head struct {
+			UUID string `json:"uuid"`
+		}
+		if json.Unmarshal(l, &head, lenientJSON) == nil && head.UUID != "" {
+			w.rawSince = append(w.rawSince, head.UUID)
+		}
 	}
+}
+
+// parentOf is the parentUuid of a message line: the raw line it followed in its transcript
+// when that line was just written, else the previous message line.
+func (w *claudeWriter) parentOf(line jsontext.Value) jsontext.Value {
+	if len(w.rawSince) > 0 && len(line) > 0 {
+		var head struct {
+			ParentUUID string `json:"parentUuid"`
+		}
+		if json.Unmarshal(line, &head, lenientJSON) == nil && head.ParentUUID != "" && slices.Contains(w.rawSince, head.ParentUUID) {
+			return mustString(head.ParentUUID)
+		}
+	}
+	return w.parent()
 }
 
 // lineGroups splits a message's blocks into the transcript lines they came from, or one line
@@ -171,7 +197,7 @@ func (w *claudeWriter) message(m *Message) error {
 		if len(blocks) == 0 && rec.Blocks > 0 {
 			continue
 		}
-		id := lineUUID(m, blocks, k)
+		id := lineUUID(m, blocks, k, rec.Line)
 		content, err := claudeContent(blocks, rec.StringContent)
 		if err != nil {
 			return err
@@ -188,14 +214,28 @@ func (w *claudeWriter) message(m *Message) error {
 		w.buf.Write(line)
 		w.buf.WriteByte('\n')
 		w.lastLine = id
+		w.rawSince = w.rawSince[:0]
 	}
 	return nil
 }
 
-func lineUUID(m *Message, blocks []Block, k int) string {
+// lineUUID is the uuid of an exported line: its first block's id when that is a UUID (the
+// uuid of the line it came from), else, for a line without blocks, the uuid of the source
+// line, else one derived from the block or message id.
+func lineUUID(m *Message, blocks []Block, k int, source jsontext.Value) string {
 	for _, b := range blocks {
 		if _, err := uuid.Parse(b.ID); err == nil && b.ID != "" {
 			return b.ID
+		}
+	}
+	if len(blocks) == 0 && len(source) > 0 {
+		var head struct {
+			UUID string `json:"uuid"`
+		}
+		if json.Unmarshal(source, &head, lenientJSON) == nil && head.UUID != "" {
+			if _, err := uuid.Parse(head.UUID); err == nil {
+				return head.UUID
+			}
 		}
 	}
 	if len(blocks) > 0 && blocks[0].ID != "" {
@@ -239,7 +279,7 @@ func mustString(s string) jsontext.Value {
 
 func (w *claudeWriter) rewriteLine(line jsontext.Value, id string, content jsontext.Value) (jsontext.Value, error) {
 	set := []member{
-		{"parentUuid", w.parent()},
+		{"parentUuid", w.parentOf(line)},
 		{"uuid", mustString(id)},
 		{"sessionId", mustString(w.opts.SessionID)},
 	}

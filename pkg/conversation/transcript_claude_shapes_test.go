@@ -262,6 +262,34 @@ func TestExportClaudeShapesRoundTrip(t *testing.T) {
 			t.Errorf("subagent %s changed", id)
 		}
 	}
+	// Parents: a line that followed a raw line (compact_boundary, progress) still does, so
+	// the SDK's walk from the newest line stops at the compaction boundary; other lines
+	// follow the previous message line.
+	parent := map[string]string{}
+	for _, l := range nonEmptyLines(mainFile) {
+		var head struct {
+			UUID       string  `json:"uuid"`
+			ParentUUID *string `json:"parentUuid"`
+		}
+		if err := json.Unmarshal(l, &head); err != nil {
+			t.Fatal(err)
+		}
+		if head.UUID != "" && head.ParentUUID != nil {
+			parent[head.UUID] = *head.ParentUUID
+		}
+	}
+	for child, want := range map[int]int{34: 33, 8: 100, 31: 28, 35: 34, 36: 35, 2: 1} {
+		if got := parent[shapesUUID(child)]; got != shapesUUID(want) {
+			t.Errorf("line %d: parent %s, want line %d", child, got, want)
+		}
+	}
+	var chain []string
+	for u := shapesUUID(36); u != ""; u = parent[u] {
+		chain = append(chain, u)
+	}
+	if !slices.Equal(chain, []string{shapesUUID(36), shapesUUID(35), shapesUUID(34), shapesUUID(33)}) {
+		t.Errorf("resume chain %v", chain)
+	}
 	if len(again.Records) != len(s.Records) {
 		t.Errorf("%d records, want %d", len(again.Records), len(s.Records))
 	}
@@ -401,6 +429,7 @@ func TestImportClaudeReplayedPrompt(t *testing.T) {
 		"replayed before the answer":  {0, 1, 2, 2, 3},
 		"answer and prompt replayed":  {0, 1, 2, 3, 2, 3},
 		"first prompt replayed after": {0, 0, 1, 2, 3},
+		"start replayed at the end":   {0, 1, 2, 3, 0, 1},
 	} {
 		var b strings.Builder
 		for _, k := range order {
@@ -464,4 +493,24 @@ func TestImportClaudeOddValues(t *testing.T) {
 			t.Errorf("%s: %d messages, %d records", line, len(s.Messages), len(s.Records))
 		}
 	}
+}
+
+// TestExportClaudeKeepsUUIDOfEmptyLine: a line without content blocks keeps its uuid.
+func TestExportClaudeKeepsUUIDOfEmptyLine(t *testing.T) {
+	data := `{"type":"user","uuid":"` + shapesUUID(1) + `","parentUuid":null,"sessionId":"s","message":{"role":"user","content":"hi"}}
+{"type":"assistant","uuid":"` + shapesUUID(2) + `","parentUuid":"` + shapesUUID(1) + `","sessionId":"s","message":{"id":"msg_e","role":"assistant","content":[]}}
+`
+	s, err := ImportClaudeJSONL([]byte(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := ExportClaude(&s, ClaudeExportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := ImportClaudeJSONL(files[0].Content)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkNothingLost(t, &again, nil, []byte(data))
 }
