@@ -148,8 +148,12 @@ func (h *log) commitBatch(batch []*request) {
 			break
 		}
 	}
-	if ctx.Err() != nil && h.store.ctx.Err() != nil {
+	switch {
+	case ctx.Err() != nil && h.store.ctx.Err() != nil:
 		err = history.ErrClosed
+	case ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded):
+		// The backend outlived OpTimeout, not the caller's context: transient.
+		err = fmt.Errorf("%w: commit took longer than %s: %w", history.ErrUnavailable, h.opts.OpTimeout, err)
 	}
 	for _, r := range batch {
 		if r.err == nil {

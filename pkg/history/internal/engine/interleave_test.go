@@ -2,12 +2,14 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -54,12 +56,19 @@ type hookObjects struct {
 	// lostReply, when set, is asked after a successful replace whether to
 	// answer ErrUnavailable anyway (the server applied it, the answer was lost).
 	lostReply func(key string) bool
+	// stall, when set, is asked before every operation whether to hang it
+	// until its context ends.
+	stall func(op, key string) bool
 }
 
-func (o *hookObjects) before(op, key string) error {
+func (o *hookObjects) before(ctx context.Context, op, key string) error {
 	o.mu.Lock()
-	hook := o.hook
+	hook, stall := o.hook, o.stall
 	o.mu.Unlock()
+	if stall != nil && stall(op, key) {
+		<-ctx.Done()
+		return ctx.Err()
+	}
 	if hook == nil {
 		return nil
 	}
@@ -72,8 +81,8 @@ func (o *hookObjects) setHook(hook func(op, key string) error) {
 	o.hook = hook
 }
 
-func (o *hookObjects) Get(_ context.Context, key string) ([]byte, string, error) {
-	if err := o.before("get", key); err != nil {
+func (o *hookObjects) Get(ctx context.Context, key string) ([]byte, string, error) {
+	if err := o.before(ctx, "get", key); err != nil {
 		return nil, "", err
 	}
 	o.mu.Lock()
@@ -85,8 +94,8 @@ func (o *hookObjects) Get(_ context.Context, key string) ([]byte, string, error)
 	return append([]byte(nil), it.data...), it.version, nil
 }
 
-func (o *hookObjects) Create(_ context.Context, key string, data []byte) (string, error) {
-	if err := o.before("create", key); err != nil {
+func (o *hookObjects) Create(ctx context.Context, key string, data []byte) (string, error) {
+	if err := o.before(ctx, "create", key); err != nil {
 		return "", err
 	}
 	o.mu.Lock()
@@ -97,8 +106,8 @@ func (o *hookObjects) Create(_ context.Context, key string, data []byte) (string
 	return o.put(key, data), nil
 }
 
-func (o *hookObjects) Replace(_ context.Context, key string, data []byte, version string) (string, error) {
-	if err := o.before("replace", key); err != nil {
+func (o *hookObjects) Replace(ctx context.Context, key string, data []byte, version string) (string, error) {
+	if err := o.before(ctx, "replace", key); err != nil {
 		return "", err
 	}
 	o.mu.Lock()
@@ -124,8 +133,8 @@ func (o *hookObjects) put(key string, data []byte) string {
 	return v
 }
 
-func (o *hookObjects) Delete(_ context.Context, key string) error {
-	if err := o.before("delete", key); err != nil {
+func (o *hookObjects) Delete(ctx context.Context, key string) error {
+	if err := o.before(ctx, "delete", key); err != nil {
 		return err
 	}
 	o.mu.Lock()
@@ -134,8 +143,8 @@ func (o *hookObjects) Delete(_ context.Context, key string) error {
 	return nil
 }
 
-func (o *hookObjects) List(_ context.Context, prefix string) ([]ObjectInfo, error) {
-	if err := o.before("list", prefix); err != nil {
+func (o *hookObjects) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
+	if err := o.before(ctx, "list", prefix); err != nil {
 		return nil, err
 	}
 	o.mu.Lock()
@@ -349,5 +358,31 @@ func TestNewEpochLostReply(t *testing.T) {
 	entries, err := readEpoch(h, 0)
 	if err != nil || len(entries) != 2 || entries[0].ID != "s-1" || entries[1].ID != "m-3" {
 		t.Fatalf("epoch 2: %+v, %v; want s-1, m-3", entries, err)
+	}
+}
+
+// A commit that outlives OpTimeout (the backend hangs) fails an Append whose
+// own context is fine: that is a transient failure, ErrUnavailable, and the
+// retry by id succeeds.
+func TestCommitTimeoutIsUnavailable(t *testing.T) {
+	stores, objs := hookStores(t, 1, Options{OpTimeout: 20 * time.Millisecond})
+	h := openHook(t, stores[0])
+	stalled := false
+	objs.mu.Lock()
+	objs.stall = func(op, key string) bool {
+		if op == "replace" && key == indexKey && !stalled {
+			stalled = true
+			return true
+		}
+		return false
+	}
+	objs.mu.Unlock()
+	recs := []history.Record{{ID: "m-1", Data: []byte(`"m-1"`)}}
+	_, err := h.Append(context.Background(), recs)
+	if !errors.Is(err, history.ErrUnavailable) || !history.IsRetryable(err) {
+		t.Fatalf("append whose commit timed out: %v, want ErrUnavailable", err)
+	}
+	if seqs, err := h.Append(context.Background(), recs); err != nil || seqs[0] != 1 {
+		t.Fatalf("retry: %v, %v; want sequence 1", seqs, err)
 	}
 }
