@@ -227,9 +227,16 @@ type parsedLine struct {
 // parseClaudeLines splits a transcript into lines and decodes them. A UTF-8 byte order mark
 // before the first line is skipped. A last line that ends before its JSON value does, with
 // no newline after it, is a write cut short: the lines before it are returned with an
-// ErrTruncatedTranscript error. Any other invalid line is an ErrTranscript error.
+// ErrTruncatedTranscript error. Any other invalid line is an ErrTranscript error. Zero bytes
+// at the end of the file (what a file system can leave of a write lost in a crash) are cut
+// off and reported as ErrTruncatedTranscript too.
 func parseClaudeLines(data []byte) ([]parsedLine, error) {
 	data = bytes.TrimPrefix(data, []byte("\ufeff"))
+	var zeros error
+	if n := len(data); n > 0 && data[n-1] == 0 {
+		data = bytes.TrimRight(data, "\x00")
+		zeros = fmt.Errorf("%w: %d zero bytes at the end", ErrTruncatedTranscript, n-len(data))
+	}
 	lines := make([]parsedLine, 0, bytes.Count(data, []byte{'\n'})+1)
 	lineNo := 0
 	for len(data) > 0 {
@@ -259,7 +266,7 @@ func parseClaudeLines(data []byte) ([]parsedLine, error) {
 		}
 		lines = append(lines, pl)
 	}
-	return lines, nil
+	return lines, zeros
 }
 
 // validJSON reports why a line is not one valid JSON value (nil when it is).

@@ -395,6 +395,14 @@ func TestImportClaudeTruncatedFinalLine(t *testing.T) {
 			t.Errorf("crlf cut at %d: %d messages, err %v", cut, len(s.Messages), err)
 		}
 	}
+	// Zero bytes where a lost write should have been, after a complete or a cut line.
+	zeros := bytes.Repeat([]byte{0}, 4096)
+	for _, data := range [][]byte{append(slices.Clone(main[:lastStart]), zeros...), append(slices.Clone(complete[:lastStart+40]), zeros...)} {
+		s, err := ImportClaudeJSONL(data)
+		if !errors.Is(err, ErrTruncatedTranscript) || !slices.EqualFunc(digestMessages(s.Messages), digestMessages(want.Messages), digestEqual) {
+			t.Errorf("zero tail: %d messages, err %v", len(s.Messages), err)
+		}
+	}
 	// Corruption elsewhere is not a truncation: no state, ErrTranscript only.
 	for _, bad := range [][]byte{
 		append(slices.Clone(complete[:lastStart+40]), '\n'), // cut, then a newline: not a crash mid-write
