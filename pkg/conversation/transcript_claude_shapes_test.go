@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -521,4 +522,141 @@ func TestExportClaudeKeepsUUIDOfEmptyLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkNothingLost(t, &again, nil, []byte(data))
+}
+
+// genTranscript writes a random Claude Code session from the shapes above: prompts as
+// strings or blocks (with images), assistant messages split one block per line (thinking,
+// text, tool calls, server tool blocks), tool results as strings or lists, progress and
+// system lines between them (a progress line is the parent of the next line), rewinds,
+// compactions, and a replay of earlier lines at the end. It returns the file and the uuids
+// of the lines a rewind abandoned.
+func genTranscript(rng *rand.Rand) ([]byte, []string) {
+	var out bytes.Buffer
+	n := 0
+	newID := func() string { n++; return shapesUUID(1000 + n) }
+	last := "" // the line the next one follows
+	var abandoned []string
+	line := func(typ, parent, msg, extra string) string {
+		id := newID()
+		p := "null"
+		if parent != "" {
+			p = `"` + parent + `"`
+		}
+		fmt.Fprintf(&out, `{"parentUuid":%s,"isSidechain":false,"userType":"external","cwd":"/w","sessionId":"gen","type":"%s","message":%s,"uuid":"%s","timestamp":"2026-01-05T10:%02d:00Z"%s}`+"\n",
+			p, typ, msg, id, rng.IntN(60), extra)
+		return id
+	}
+	raw := func() {
+		switch rng.IntN(4) {
+		case 0:
+			id := newID()
+			fmt.Fprintf(&out, `{"type":"progress","parentUuid":"%s","uuid":"%s","data":{"type":"hook_progress"},"sessionId":"gen"}`+"\n", last, id)
+			last = id
+		case 1:
+			fmt.Fprintf(&out, `{"type":"system","subtype":"informational","content":"note","parentUuid":"%s","uuid":"%s","level":"info"}`+"\n", last, newID())
+		case 2:
+			fmt.Fprintf(&out, `{"type":"file-history-snapshot","messageId":"%s","snapshot":{"trackedFileBackups":{}}}`+"\n", last)
+		default:
+			fmt.Fprintf(&out, `{"type":"future-kind-%d","payload":[1,"two",{"three":null}]}`+"\n", rng.IntN(9))
+		}
+	}
+	prompt := func(parent string) string {
+		if rng.IntN(2) == 0 {
+			return line("user", parent, fmt.Sprintf(`{"role":"user","content":"prompt %d"}`, n), "")
+		}
+		return line("user", parent, fmt.Sprintf(`{"role":"user","content":[{"type":"text","text":"prompt %d"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}}]}`, n), "")
+	}
+	// answer writes one API message, a line per block; it returns its lines and tool calls.
+	answer := func(parent string) (lines, calls []string) {
+		apiID := fmt.Sprintf("msg_gen%d", n)
+		for k := rng.IntN(4); k >= 0; k-- {
+			var block string
+			switch rng.IntN(5) {
+			case 0:
+				block = `{"type":"thinking","thinking":"hmm","signature":"c2ln"}`
+			case 1:
+				block = `{"type":"server_tool_use","id":"srv` + fmt.Sprint(n) + `","name":"web_search","input":{}}`
+			case 2, 3:
+				call := fmt.Sprintf("toolu_%d", n)
+				calls = append(calls, call)
+				block = `{"type":"tool_use","id":"` + call + `","name":"Bash","input":{"command":"ls"}}`
+			default:
+				block = `{"type":"text","text":"answer ` + fmt.Sprint(n) + `","citations":null}`
+			}
+			parent = line("assistant", parent, `{"id":"`+apiID+`","type":"message","role":"assistant","model":"claude-x","content":[`+block+`],"usage":{"input_tokens":1,"output_tokens":1,"cache_read_input_tokens":5}}`, "")
+			lines = append(lines, parent)
+		}
+		return lines, calls
+	}
+	for turn := rng.IntN(6) + 2; turn > 0; turn-- {
+		if rng.IntN(3) == 0 {
+			raw()
+		}
+		if rng.IntN(5) == 0 && last != "" { // a rewind: this prompt and its answer are abandoned
+			p := prompt(last)
+			lines, _ := answer(p)
+			abandoned = append(append(abandoned, p), lines...)
+		}
+		if rng.IntN(8) == 0 && last != "" {
+			id := newID()
+			fmt.Fprintf(&out, `{"type":"system","subtype":"compact_boundary","parentUuid":null,"logicalParentUuid":"%s","uuid":"%s","compactMetadata":{"trigger":"auto"}}`+"\n", last, id)
+			last = line("user", id, `{"role":"user","content":"summary"}`, `,"isCompactSummary":true`)
+		}
+		last = prompt(last)
+		if rng.IntN(3) == 0 {
+			raw()
+		}
+		lines, calls := answer(last)
+		last = lines[len(lines)-1]
+		for _, c := range calls {
+			content := `"output"`
+			if rng.IntN(2) == 0 {
+				content = `[{"type":"text","text":"out"},{"type":"tool_reference","tool_name":"x"}]`
+			}
+			last = line("user", last, `{"role":"user","content":[{"type":"tool_result","tool_use_id":"`+c+`","content":`+content+`}]}`, `,"toolUseResult":{"stdout":"out","interrupted":false}`)
+		}
+	}
+	// A resumed session replays some lines.
+	lines := nonEmptyLines(out.Bytes())
+	for k := rng.IntN(3); k > 0; k-- {
+		l := lines[rng.IntN(len(lines))]
+		out.Write(l)
+		out.WriteByte('\n')
+	}
+	return out.Bytes(), abandoned
+}
+
+// TestImportClaudeGenerated: random sessions import with every line where it belongs, and
+// export and import again to the same messages and records.
+func TestImportClaudeGenerated(t *testing.T) {
+	for seed := uint64(1); seed <= 300; seed++ {
+		data, abandoned := genTranscript(rand.New(rand.NewPCG(seed, 7)))
+		if seed%2 == 0 {
+			data = bytes.ReplaceAll(data, []byte("\n"), []byte("\r\n"))
+		}
+		s, err := ImportClaudeJSONL(data)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			checkNothingLost(t, &s, abandoned, data)
+			for _, u := range abandoned {
+				if homesOf(t, &s).message[u] != "" {
+					t.Errorf("abandoned line %s is in the conversation", u)
+				}
+			}
+			files, err := ExportClaude(&s, ClaudeExportOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, err := ImportClaudeJSONL(files[0].Content)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkNothingLost(t, &again, abandoned, data)
+			if !slices.EqualFunc(digestMessages(s.Messages), digestMessages(again.Messages), digestEqual) || len(again.Records) != len(s.Records) {
+				t.Errorf("export round trip changed the conversation:\n%v\n%v", digestMessages(s.Messages), digestMessages(again.Messages))
+			}
+		})
+	}
 }
