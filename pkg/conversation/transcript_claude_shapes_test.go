@@ -526,7 +526,8 @@ func TestExportClaudeKeepsUUIDOfEmptyLine(t *testing.T) {
 
 // genTranscript writes a random Claude Code session from the shapes above: prompts as
 // strings or blocks (with images), assistant messages split one block per line (thinking,
-// text, tool calls, server tool blocks), tool results as strings or lists, progress and
+// text, tool calls, server tool blocks), tool results (some written between the lines of
+// the message that called them, as streamed tool execution does) as strings or lists, progress and
 // system lines between them (a progress line is the parent of the next line), rewinds,
 // compactions, and a replay of earlier lines at the end. It returns the file and the uuids
 // of the lines a rewind abandoned.
@@ -566,6 +567,13 @@ func genTranscript(rng *rand.Rand) ([]byte, []string) {
 		}
 		return line("user", parent, fmt.Sprintf(`{"role":"user","content":[{"type":"text","text":"prompt %d"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}}]}`, n), "")
 	}
+	result := func(parent, call string) string {
+		content := `"output"`
+		if rng.IntN(2) == 0 {
+			content = `[{"type":"text","text":"out"},{"type":"tool_reference","tool_name":"x"}]`
+		}
+		return line("user", parent, `{"role":"user","content":[{"type":"tool_result","tool_use_id":"`+call+`","content":`+content+`}]}`, `,"toolUseResult":{"stdout":"out","interrupted":false}`)
+	}
 	// answer writes one API message, a line per block; it returns its lines and tool calls.
 	answer := func(parent string) (lines, calls []string) {
 		apiID := fmt.Sprintf("msg_gen%d", n)
@@ -585,6 +593,12 @@ func genTranscript(rng *rand.Rand) ([]byte, []string) {
 			}
 			parent = line("assistant", parent, `{"id":"`+apiID+`","type":"message","role":"assistant","model":"claude-x","content":[`+block+`],"usage":{"input_tokens":1,"output_tokens":1,"cache_read_input_tokens":5}}`, "")
 			lines = append(lines, parent)
+			if len(calls) > 0 && strings.Contains(block, calls[len(calls)-1]) && rng.IntN(3) == 0 {
+				// Streamed tool execution: the result is written before the message's next block.
+				parent = result(parent, calls[len(calls)-1])
+				lines = append(lines, parent)
+				calls = calls[:len(calls)-1]
+			}
 		}
 		return lines, calls
 	}
@@ -609,11 +623,7 @@ func genTranscript(rng *rand.Rand) ([]byte, []string) {
 		lines, calls := answer(last)
 		last = lines[len(lines)-1]
 		for _, c := range calls {
-			content := `"output"`
-			if rng.IntN(2) == 0 {
-				content = `[{"type":"text","text":"out"},{"type":"tool_reference","tool_name":"x"}]`
-			}
-			last = line("user", last, `{"role":"user","content":[{"type":"tool_result","tool_use_id":"`+c+`","content":`+content+`}]}`, `,"toolUseResult":{"stdout":"out","interrupted":false}`)
+			last = result(last, c)
 		}
 	}
 	// A resumed session replays some lines.
@@ -640,6 +650,9 @@ func TestImportClaudeGenerated(t *testing.T) {
 		}
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			checkNothingLost(t, &s, abandoned, data)
+			if err := s.Validate(); err != nil {
+				t.Errorf("invalid state: %v", err)
+			}
 			for _, u := range abandoned {
 				if homesOf(t, &s).message[u] != "" {
 					t.Errorf("abandoned line %s is in the conversation", u)
