@@ -5,8 +5,8 @@ import "bytes"
 // abandonedBranches finds the message lines a rewind left behind. Claude Code never deletes
 // lines: editing an earlier prompt appends a new user line whose parentUuid is the edited
 // prompt's parent, and the SDK resumes along the chain that leads to the newest line. So where
-// a line on that chain has a child off the chain that is a user prompt (not a tool result),
-// the prompt and everything below it is an abandoned branch: kept as raw records (written
+// a line on that chain has a child off the chain, in the same thread, that is a user prompt
+// (see isPrompt), the prompt and everything below it is an abandoned branch: kept as raw records (written
 // back on export), left out of the conversation. Forks anywhere else (tool results, progress
 // lines) are left alone: file order stands, nothing is dropped on a guess.
 //
@@ -52,8 +52,9 @@ func abandonedBranches(lines []parsedLine) map[int]bool {
 		if !onChain[i] {
 			continue
 		}
+		thread := threadOf(&lines[i].line, "")
 		for _, c := range children[lines[i].line.UUID] {
-			if onChain[c] || !isPrompt(&lines[c].line) {
+			if onChain[c] || !isPrompt(&lines[c].line) || threadOf(&lines[c].line, "") != thread {
 				continue
 			}
 			if abandoned == nil {
@@ -82,8 +83,12 @@ func chainParent(l *claudeLine) string {
 	return l.ParentUUID
 }
 
+// isPrompt reports whether a line is something a person typed: a user line that carries no
+// tool result and was not injected by Claude Code (isMeta, isCompactSummary). Only such a
+// line starts an abandoned branch; anything else off the chain is kept.
 func isPrompt(l *claudeLine) bool {
-	return l.Type == "user" && l.Message != nil && !bytes.Contains(l.Message.Content, []byte("tool_result"))
+	return l.Type == "user" && l.Message != nil && !l.IsMeta && !l.IsCompactSummary &&
+		!bytes.Contains(l.Message.Content, []byte("tool_result"))
 }
 
 func markSubtree(lines []parsedLine, children map[string][]int, root int, marked map[int]bool) {

@@ -101,3 +101,24 @@ func TestExportClaudeIgnoresBadLineRecords(t *testing.T) {
 		t.Errorf("export %s", files[0].Content)
 	}
 }
+
+// TestImportClaudeKeepsOffChainNonPrompts: off the chain, only a typed prompt of the same
+// thread starts an abandoned branch; a meta line, a compaction summary and a sidechain
+// whose first line points into the main thread are kept.
+func TestImportClaudeKeepsOffChainNonPrompts(t *testing.T) {
+	side := strings.Replace(claudeLineJSON("user", "05", "a1", `"side task"`), `"type":"user"`, `"type":"user","isSidechain":true`, 1)
+	data := claudeLineJSON("user", "01", "", `"first"`) +
+		claudeLineJSON("assistant", "a1", "01", `[{"type":"text","text":"ok"}]`) +
+		strings.Replace(claudeLineJSON("user", "02", "a1", `"Caveat: local command"`), `"type":"user"`, `"type":"user","isMeta":true`, 1) +
+		strings.Replace(claudeLineJSON("user", "03", "a1", `"summary"`), `"type":"user"`, `"type":"user","isCompactSummary":true`, 1) +
+		side +
+		claudeLineJSON("user", "04", "a1", `"next"`) +
+		claudeLineJSON("assistant", "a4", "04", `[{"type":"text","text":"done"}]`)
+	s, err := ImportClaudeJSONL([]byte(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Messages) != 6 || len(s.Records) != 0 || len(s.Subagents) != 1 || len(s.Subagents[0].Messages) != 1 {
+		t.Errorf("%d messages, %d records, %d subagents: %v", len(s.Messages), len(s.Records), len(s.Subagents), digestMessages(s.Messages))
+	}
+}
