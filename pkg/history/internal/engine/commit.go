@@ -110,6 +110,9 @@ func (h *log) takeBatch() []*request {
 type plan struct {
 	fresh []history.Entry
 	bytes int64
+	// stale: a request exceeds the history cap by a view of the index
+	// that may be out of date (another process may have freed space).
+	stale bool
 }
 
 func (h *log) commitBatch(batch []*request) {
@@ -123,13 +126,18 @@ func (h *log) commitBatch(batch []*request) {
 		if attempt > 0 {
 			backoff(ctx, attempt)
 		}
+		fresh := !h.loaded // this attempt reads the index
 		if err = h.sync(ctx); err != nil {
 			if retryable(err) {
 				continue
 			}
 			break
 		}
-		p := h.plan(batch)
+		p := h.plan(batch, fresh)
+		if p.stale {
+			h.loaded = false // refuse for the cap only on a fresh index
+			continue
+		}
 		if len(p.fresh) == 0 {
 			return
 		}
@@ -183,8 +191,9 @@ func backoff(ctx context.Context, attempt int) {
 }
 
 // plan assigns sequence numbers: known ids keep theirs, new ids continue the
-// epoch. A request that would exceed the history cap fails alone.
-func (h *log) plan(batch []*request) plan {
+// epoch. A request that would exceed the history cap fails alone, once
+// the view of the index is fresh.
+func (h *log) plan(batch []*request, freshView bool) plan {
 	var p plan
 	next := h.m.LastSeq
 	inBatch := map[string]uint64{}
@@ -211,6 +220,9 @@ func (h *log) plan(batch []*request) plan {
 			}
 		}
 		if limit := h.opts.MaxHistoryBytes; limit > 0 && len(fresh) > 0 && h.m.totalBytes()+p.bytes+bytes > limit {
+			if !freshView {
+				return plan{stale: true}
+			}
 			r.err = fmt.Errorf("%w: history %q would hold %d bytes, its maxBytes is %d%s",
 				history.ErrTooLarge, h.name, h.m.totalBytes()+p.bytes+bytes, limit, h.opts.TooLargeHint)
 			continue

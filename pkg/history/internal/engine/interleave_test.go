@@ -386,3 +386,37 @@ func TestCommitTimeoutIsUnavailable(t *testing.T) {
 		t.Fatalf("retry: %v, %v; want sequence 1", seqs, err)
 	}
 }
+
+// The history cap is checked against the handle's view of the index, which
+// may be stale: after another process compacted and dropped old epochs, an
+// append that fits must not be refused (and keep being refused) because of
+// the old size.
+func TestCapUsesFreshIndex(t *testing.T) {
+	stores, _ := hookStores(t, 2, Options{MaxHistoryBytes: 100})
+	writer, compactor := openHook(t, stores[0]), openHook(t, stores[1])
+	ctx := context.Background()
+	big := []history.Record{{ID: "big", Data: []byte(`"` + strings.Repeat("x", 78) + `"`)}}
+	if _, err := writer.Append(ctx, big); err != nil {
+		t.Fatal(err)
+	}
+	head, err := compactor.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := history.EpochRequest{Epoch: head.Epoch, Through: head.Sequence, Records: []history.Record{{ID: "s", Data: []byte(`"s"`)}}}
+	if _, err := compactor.NewEpoch(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if err := compactor.Retain(ctx, history.Retention{}); err != nil {
+		t.Fatal(err)
+	}
+	if u, err := compactor.Usage(ctx); err != nil || u.Head.Bytes != 3 || u.Epochs != 1 {
+		t.Fatalf("after compaction and retention: %+v, %v", u, err)
+	}
+	rec := []history.Record{{ID: "next", Data: []byte(`"` + strings.Repeat("y", 48) + `"`)}}
+	for range 2 {
+		if _, err := writer.Append(ctx, rec); err != nil {
+			t.Fatalf("append of 50 bytes to a history of 3 (cap 100): %v", err)
+		}
+	}
+}
