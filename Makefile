@@ -119,7 +119,8 @@ images: ## Build the manager and test-agent images as tarballs and import them i
 .PHONY: build-installer
 build-installer: manifests generate ## Generate dist/install.yaml with CRDs and the manager deployment.
 	mkdir -p dist
-	kubectl kustomize config/default > dist/install.yaml
+	kubectl kustomize config/default | sed 's|image: parley-manager:dev|image: $(IMG)|' > dist/install.yaml
+	@grep -q 'image: $(IMG)$$' dist/install.yaml || { echo "IMG was not substituted into dist/install.yaml"; exit 1; }
 
 ##@ Local cluster
 
