@@ -314,7 +314,10 @@ func (imp *claudeImporter) readLine(line []byte, l *claudeLine, fileAgent string
 	cm := l.Message
 	blocks, stringContent, err := claudeBlocks(cm.Content, l.UUID)
 	if err != nil {
-		return err
+		// Content no known writer produces (a number, a block that is not an object, a
+		// tool_result whose content is an object): valid JSON of an unknown shape, kept.
+		imp.keepRaw(line, threadKey)
+		return nil //nolint:nilerr // kept as a record, not refused
 	}
 	envelope, err := stripContent(line)
 	if err != nil {

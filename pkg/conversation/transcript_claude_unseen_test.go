@@ -171,20 +171,27 @@ func TestImportUnseenClaudeVariant(t *testing.T) {
 }
 
 func TestImportClaudeErrors(t *testing.T) {
-	for _, in := range []string{
-		"{not json}\n",
-		`{"type":"user","uuid":"u","message":{"role":"user","content":7}}`,
-		`{"type":"user","uuid":"u","message":{"role":"user","content":[7]}}`,
-		`{"type":"user","uuid":"u","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":{}}]}}`,
-	} {
-		if _, err := ImportClaudeJSONL([]byte(in)); !errors.Is(err, ErrTranscript) {
-			t.Errorf("%s: err = %v", in, err)
-		}
+	if _, err := ImportClaudeJSONL([]byte("{not json}\n")); !errors.Is(err, ErrTranscript) {
+		t.Errorf("invalid JSON: err = %v", err)
 	}
-	// Valid JSON of an unexpected shape is kept, not refused.
-	s, err := ImportClaudeJSONL([]byte(`{"type":"user","uuid":7}` + "\n" + `[1,2]`))
-	if err != nil || len(s.Records) != 2 {
-		t.Errorf("records %d, err %v", len(s.Records), err)
+	// Valid JSON of an unexpected shape is kept, not refused, and written back on export.
+	for _, in := range []string{
+		`{"type":"user","uuid":7}`,
+		`[1,2]`,
+		`{"type":"user","uuid":"u","sessionId":"s","message":{"role":"user","content":7}}`,
+		`{"type":"user","uuid":"u","sessionId":"s","message":{"role":"user","content":[7]}}`,
+		`{"type":"user","uuid":"u","sessionId":"s","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":{}}]}}`,
+	} {
+		s, err := ImportClaudeJSONL([]byte(in))
+		if err != nil || len(s.Records) != 1 || len(s.Messages) != 0 {
+			t.Errorf("%s: %d records, err %v", in, len(s.Records), err)
+			continue
+		}
+		s.SessionID = "s"
+		files, err := ExportClaude(&s, ClaudeExportOptions{})
+		if err != nil || string(files[0].Content) != in+"\n" {
+			t.Errorf("%s: export %q, err %v", in, files[0].Content, err)
+		}
 	}
 	if _, err := ImportClaudeSession(nil, ClaudeSubagentFile{AgentID: "a", Data: []byte("{")}); !errors.Is(err, ErrTranscript) {
 		t.Errorf("bad subagent file: %v", err)
