@@ -31,6 +31,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("MaxBytes", func(t *testing.T) { testMaxBytes(t, h) })
 	t.Run("Delete", func(t *testing.T) { testDelete(t, h) })
 	t.Run("Retention", func(t *testing.T) { testRetention(t, h) })
+	t.Run("RetainUnderConcurrentAppends", func(t *testing.T) { testRetainUnderConcurrentAppends(t, h) })
 	t.Run("CanceledContext", func(t *testing.T) { testCanceled(t, h) })
 }
 
