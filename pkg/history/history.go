@@ -38,7 +38,8 @@ type OpenOptions struct {
 	Create bool
 	// Owner, when set, is put on every in-cluster object of the history so the
 	// Kubernetes garbage collector removes them with their owner. Backends
-	// outside the cluster ignore it.
+	// outside the cluster ignore it. A shared handle opened without an owner
+	// takes the first one a later Open gives.
 	Owner *metav1.OwnerReference
 }
 

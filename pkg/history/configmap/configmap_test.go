@@ -163,3 +163,50 @@ func TestClusterWideStore(t *testing.T) {
 		t.Fatalf("index ConfigMap in namespace agents: %v", err)
 	}
 }
+
+// TestOwnerGivenOnLaterOpen: handles are shared per store, so a process
+// that first opened a history without an owner (to read it) and then opens
+// it with the owner (to append) must still put the owner reference on what
+// it writes from then on, or garbage collection would never remove it.
+func TestOwnerGivenOnLaterOpen(t *testing.T) {
+	ctx := context.Background()
+	owner := metav1.OwnerReference{APIVersion: "parley.dev/v1alpha1", Kind: "Conversation", Name: "late-owner", UID: "5b8c6a0e-0000-4000-8000-000000000002"}
+	creator := mustStore(t, 0)
+	defer func() { _ = creator.Close() }()
+	if _, err := creator.Open(ctx, "late-owner", history.OpenOptions{Create: true, Owner: &owner}); err != nil {
+		t.Fatal(err)
+	}
+	s := mustStore(t, 0)
+	defer func() { _ = s.Close() }()
+	if _, err := s.Open(ctx, "late-owner", history.OpenOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := s.Open(ctx, "late-owner", history.OpenOptions{Owner: &owner})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40 {
+		if _, err := h.Append(ctx, []history.Record{{ID: fmt.Sprint(i), Data: []byte(`{"n":1}`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := h.PutCheckpoint(ctx, []byte("state")); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(restConfig, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list corev1.ConfigMapList
+	if err := c.List(ctx, &list, client.InNamespace("default"), client.MatchingLabels{configmap.LabelConversation: "late-owner"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) < 3 {
+		t.Fatalf("%d ConfigMaps", len(list.Items))
+	}
+	for _, cm := range list.Items {
+		if len(cm.OwnerReferences) != 1 || cm.OwnerReferences[0].UID != owner.UID {
+			t.Errorf("%s: owner references %v", cm.Name, cm.OwnerReferences)
+		}
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/parley-dev/parley/pkg/history"
 )
 
@@ -17,7 +19,7 @@ const cacheBudget = 64 << 20
 type log struct {
 	store   *Store
 	name    string
-	objects Objects
+	objects *ownedObjects
 	opts    Options
 
 	cache  scopedCache
@@ -45,8 +47,17 @@ type log struct {
 
 var _ history.History = (*log)(nil)
 
-func newLog(s *Store, name string, objects Objects) *log {
-	return &log{store: s, name: name, objects: objects, opts: s.opts, cache: scopedCache{s.cache, name + "/"}}
+func newLog(s *Store, name string, objects Objects, owned bool) *log {
+	return &log{store: s, name: name, objects: newOwnedObjects(objects, owned), opts: s.opts, cache: scopedCache{s.cache, name + "/"}}
+}
+
+// adoptOwner puts owner on what the handle writes from now on, if it was
+// opened without one.
+func (h *log) adoptOwner(owner *metav1.OwnerReference) error {
+	if owner == nil {
+		return nil
+	}
+	return h.objects.adopt(func() (Objects, error) { return h.store.backend.Objects(h.name, owner) })
 }
 
 // markDeleted fails appends from now on; the history was deleted or the

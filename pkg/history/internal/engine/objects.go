@@ -6,6 +6,7 @@ package engine
 
 import (
 	"context"
+	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -36,4 +37,54 @@ type Objects interface {
 // Backend opens the objects of one conversation.
 type Backend interface {
 	Objects(name string, owner *metav1.OwnerReference) (Objects, error)
+}
+
+// ownedObjects are a handle's objects; a handle opened without an owner
+// takes one when a later Open of the shared handle gives it.
+type ownedObjects struct {
+	cur      atomic.Pointer[objectsRef]
+	hasOwner atomic.Bool
+}
+
+type objectsRef struct{ Objects }
+
+func newOwnedObjects(o Objects, owned bool) *ownedObjects {
+	oo := &ownedObjects{}
+	oo.cur.Store(&objectsRef{o})
+	oo.hasOwner.Store(owned)
+	return oo
+}
+
+// adopt switches to objects that carry the owner, once.
+func (o *ownedObjects) adopt(open func() (Objects, error)) error {
+	if o.hasOwner.Load() {
+		return nil
+	}
+	objects, err := open()
+	if err != nil {
+		return err
+	}
+	o.cur.Store(&objectsRef{objects})
+	o.hasOwner.Store(true)
+	return nil
+}
+
+func (o *ownedObjects) get() Objects { return o.cur.Load().Objects }
+
+func (o *ownedObjects) Get(ctx context.Context, key string) ([]byte, string, error) {
+	return o.get().Get(ctx, key)
+}
+
+func (o *ownedObjects) Create(ctx context.Context, key string, data []byte) (string, error) {
+	return o.get().Create(ctx, key, data)
+}
+
+func (o *ownedObjects) Replace(ctx context.Context, key string, data []byte, version string) (string, error) {
+	return o.get().Replace(ctx, key, data, version)
+}
+
+func (o *ownedObjects) Delete(ctx context.Context, key string) error { return o.get().Delete(ctx, key) }
+
+func (o *ownedObjects) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
+	return o.get().List(ctx, prefix)
 }

@@ -46,6 +46,9 @@ func (s *Store) Open(ctx context.Context, name string, opts history.OpenOptions)
 	}
 	if h, ok := s.handles[name]; ok {
 		s.mu.Unlock()
+		if err := h.adoptOwner(opts.Owner); err != nil {
+			return nil, err
+		}
 		return h, nil
 	}
 	s.mu.Unlock()
@@ -61,9 +64,12 @@ func (s *Store) Open(ctx context.Context, name string, opts history.OpenOptions)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if h, ok := s.handles[name]; ok {
+		if err := h.adoptOwner(opts.Owner); err != nil {
+			return nil, err
+		}
 		return h, nil
 	}
-	h := newLog(s, name, objects)
+	h := newLog(s, name, objects, opts.Owner != nil)
 	s.handles[name] = h
 	return h, nil
 }
