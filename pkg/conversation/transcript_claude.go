@@ -125,7 +125,9 @@ type ClaudeSubagentFile struct {
 }
 
 // ImportClaudeJSONL reads a Claude Code / Agent SDK transcript. Sidechain lines in it (older
-// Claude Code versions wrote subagents into the main file) become subagent threads.
+// Claude Code versions wrote subagents into the main file) become subagent threads. Errors
+// are as ImportClaudeSession's: a last line cut mid-write gives the state of the complete
+// lines with an ErrTruncatedTranscript error.
 func ImportClaudeJSONL(data []byte) (State, error) {
 	return ImportClaudeSession(data)
 }

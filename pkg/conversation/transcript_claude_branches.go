@@ -6,9 +6,10 @@ import "bytes"
 // lines: editing an earlier prompt appends a new user line whose parentUuid is the edited
 // prompt's parent, and the SDK resumes along the chain that leads to the newest line. So where
 // a line on that chain has a child off the chain, in the same thread, that is a user prompt
-// (see isPrompt), the prompt and everything below it is an abandoned branch: kept as raw records (written
-// back on export), left out of the conversation. Forks anywhere else (tool results, progress
-// lines) are left alone: file order stands, nothing is dropped on a guess.
+// (see isPrompt), the prompt and everything below it is an abandoned branch: kept as raw
+// records (written back on export), left out of the conversation. Forks anywhere else (tool
+// results, progress lines, meta lines) are left alone: file order stands, nothing is dropped
+// on a guess.
 //
 // A uuid written again (a resumed session replays lines) is one node of the tree, its first
 // line: a replayed prompt is not a second child, and a copy is abandoned only with its

@@ -244,6 +244,13 @@ func FuzzImportClaudeJSONL(f *testing.F) {
 			}
 			return
 		}
+		// Every message line is held by a message or kept as a record.
+		h := homesOf(t, &s)
+		for _, l := range transcriptLines(t, data) {
+			if h.message[l.uuid] == "" && h.records[l.uuid] == 0 {
+				t.Fatalf("message line %q lost", l.uuid)
+			}
+		}
 		if s.SessionID == "" {
 			s.SessionID = "fuzz"
 		}
