@@ -420,3 +420,22 @@ func TestCapUsesFreshIndex(t *testing.T) {
 		}
 	}
 }
+
+// Open with Create whose index create conflicts (S3's 409 to a create
+// racing another upload that then fails) must not hand out a handle to a
+// history that does not exist.
+func TestOpenCreateConflictWithoutIndex(t *testing.T) {
+	stores, objs := hookStores(t, 1, Options{})
+	fired := failFirstCreate(objs, func(key string) bool { return key == indexKey })
+	h, err := stores[0].Open(context.Background(), convName, history.OpenOptions{Create: true})
+	if !*fired {
+		t.Fatal("no index create")
+	}
+	if err != nil {
+		if !history.IsRetryable(err) {
+			t.Fatalf("open: %v, want success or a retryable error", err)
+		}
+		return
+	}
+	appendOne(t, h, "m-1")
+}

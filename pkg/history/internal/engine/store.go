@@ -80,10 +80,18 @@ func ensureIndex(ctx context.Context, objects Objects, create bool) error {
 		return err
 	}
 	_, err = objects.Create(ctx, indexKey, newManifest().encode())
-	if errors.Is(err, history.ErrConflict) {
-		return nil // created concurrently
+	if !errors.Is(err, history.ErrConflict) {
+		return err
 	}
-	return err
+	// Created concurrently, or (S3 409) being created by an upload that may
+	// still fail: only an index that exists will do.
+	if _, _, gerr := objects.Get(ctx, indexKey); gerr != nil {
+		if errors.Is(gerr, history.ErrNotFound) {
+			return err
+		}
+		return gerr
+	}
+	return nil
 }
 
 // Delete implements history.Store. The index goes first, so writers of
