@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/go-json-experiment/json"
+	"github.com/google/go-cmp/cmp"
 )
 
 // The transcript in testdata/claude-code-shapes holds the line and block shapes real Claude
@@ -671,5 +672,34 @@ func TestImportClaudeGenerated(t *testing.T) {
 				t.Errorf("export round trip changed the conversation:\n%v\n%v", digestMessages(s.Messages), digestMessages(again.Messages))
 			}
 		})
+	}
+}
+
+// TestSnapshotClaudeShapes: an imported transcript with every shape survives a checkpoint:
+// the state read back equals the imported one and exports to the same files.
+func TestSnapshotClaudeShapes(t *testing.T) {
+	main, sub := readShapes(t)
+	s := importShapes(t, main, sub)
+	data, err := MarshalSnapshot(&s, SnapshotMetadata{CreatedAt: snapshotTime})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := UnmarshalSnapshot(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(s, got.State); diff != "" {
+		t.Errorf("state changed (-want +got):\n%s", diff)
+	}
+	want, err := ExportClaude(&s, ClaudeExportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := ExportClaude(&got.State, ClaudeExportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.EqualFunc(want, files, func(a, b ExportedFile) bool { return a.Path == b.Path && bytes.Equal(a.Content, b.Content) }) {
+		t.Error("the restored state exports differently")
 	}
 }
