@@ -71,6 +71,7 @@ func ExportClaude(s *State, opts ClaudeExportOptions) ([]ExportedFile, error) {
 		return nil, err
 	}
 	files := []ExportedFile{{Path: ClaudeTranscriptPath(opts.CWD, opts.SessionID), Content: main}}
+	written := map[string]bool{"": true}
 	for _, sub := range flattenSubagents(s.Subagents) {
 		if sub.AgentID == "" {
 			continue
@@ -80,6 +81,17 @@ func ExportClaude(s *State, opts ClaudeExportOptions) ([]ExportedFile, error) {
 			return nil, fmt.Errorf("subagent %s: %w", sub.AgentID, err)
 		}
 		files = append(files, ExportedFile{Path: ClaudeSubagentPath(opts.CWD, opts.SessionID, sub.AgentID), Content: content})
+		written[sub.AgentID] = true
+	}
+	// Records of a subagent transcript that held no message (only progress or system
+	// lines) go back to a file of their own.
+	for _, r := range s.Records {
+		if written[r.Thread] {
+			continue
+		}
+		written[r.Thread] = true
+		content, _ := exportClaudeThread(nil, s.Records, r.Thread, opts) // no messages: cannot fail
+		files = append(files, ExportedFile{Path: ClaudeSubagentPath(opts.CWD, opts.SessionID, r.Thread), Content: content})
 	}
 	return files, nil
 }

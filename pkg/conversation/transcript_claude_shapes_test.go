@@ -703,3 +703,23 @@ func TestSnapshotClaudeShapes(t *testing.T) {
 		t.Error("the restored state exports differently")
 	}
 }
+
+// TestExportClaudeSubagentWithoutMessages: a subagent transcript that holds no message line
+// (a crash before the first one) still has its lines written back.
+func TestExportClaudeSubagentWithoutMessages(t *testing.T) {
+	main, _ := readShapes(t)
+	only := `{"type":"system","subtype":"informational","content":"starting","uuid":"` + shapesUUID(900) + `","isSidechain":true,"agentId":"c0ffee"}` + "\n"
+	s, err := ImportClaudeSession(main, ClaudeSubagentFile{AgentID: "c0ffee", Data: []byte(only)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := ExportClaude(&s, ClaudeExportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := ClaudeSubagentPath(s.CWD, s.SessionID, "c0ffee")
+	i := slices.IndexFunc(files, func(f ExportedFile) bool { return f.Path == path })
+	if i < 0 || string(files[i].Content) != only {
+		t.Errorf("subagent file without messages not written back: %v", i)
+	}
+}
