@@ -54,6 +54,14 @@ func testCheckpoints(t *testing.T, hn Harness) {
 	if _, err := h.GetCheckpoint(ctx, d); !errors.Is(err, history.ErrCorrupt) {
 		t.Fatalf("flipped byte: %v, want ErrCorrupt", err)
 	}
+	// Putting the snapshot again must not acknowledge the corrupt copy.
+	if again, err := h.PutCheckpoint(ctx, snapshot); err == nil {
+		if got, err := h.GetCheckpoint(ctx, again); err != nil || !bytes.Equal(got, snapshot) {
+			t.Fatalf("PutCheckpoint over a corrupt copy succeeded, then get: %d bytes, %v", len(got), err)
+		}
+	} else if !errors.Is(err, history.ErrCorrupt) {
+		t.Fatalf("PutCheckpoint over a corrupt copy: %v, want success or ErrCorrupt", err)
+	}
 }
 
 func testCorruptSegment(t *testing.T, hn Harness) {

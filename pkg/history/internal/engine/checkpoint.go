@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -15,7 +16,29 @@ func (h *log) PutCheckpoint(ctx context.Context, data []byte) (history.Digest, e
 			history.ErrTooLarge, len(data), h.opts.MaxObjectBytes, h.opts.TooLargeHint)
 	}
 	d := history.DigestOf(data)
-	if err := h.createIfAbsent(ctx, checkpointPrefix+d.Hex(), data); err != nil { // same digest, same bytes
+	key := checkpointPrefix + d.Hex()
+	_, err := h.objects.Create(ctx, key, data)
+	if err == nil {
+		return d, nil
+	}
+	if !errors.Is(err, history.ErrConflict) {
+		return "", err
+	}
+	// It exists (or S3 says an upload of it is in flight): acknowledge only
+	// a copy that matches the digest, and replace a corrupt one.
+	existing, _, gerr := h.objects.Get(ctx, key)
+	switch {
+	case errors.Is(gerr, history.ErrNotFound):
+		return "", err
+	case gerr != nil:
+		return "", gerr
+	case history.DigestOf(existing) == d:
+		return d, nil
+	}
+	if err := h.objects.Delete(ctx, key); err != nil {
+		return "", err
+	}
+	if err := h.createIfAbsent(ctx, key, data); err != nil {
 		return "", err
 	}
 	return d, nil
