@@ -439,3 +439,35 @@ func TestOpenCreateConflictWithoutIndex(t *testing.T) {
 	}
 	appendOne(t, h, "m-1")
 }
+
+// An Append whose context ends while its commit is moving the index returns
+// the context's error, yet the commit lands; the retry with the same ids
+// gets the same sequences and stores nothing twice.
+func TestCanceledAppendThatLandedRetries(t *testing.T) {
+	stores, objs := hookStores(t, 2, Options{})
+	h := openHook(t, stores[0])
+	appendOne(t, h, "m-1")
+	ctx, cancel := context.WithCancel(context.Background())
+	returned := make(chan struct{})
+	var once sync.Once
+	objs.setHook(func(op, key string) error {
+		if op == "replace" && key == indexKey {
+			once.Do(func() {
+				cancel()
+				<-returned // the caller has given up; the commit goes on
+			})
+		}
+		return nil
+	})
+	recs := []history.Record{{ID: "m-2", Data: []byte(`"m-2"`)}, {ID: "m-3", Data: []byte(`"m-3"`)}}
+	if _, err := h.Append(ctx, recs); !errors.Is(err, context.Canceled) {
+		t.Fatalf("append whose context ended: %v, want context.Canceled", err)
+	}
+	close(returned)
+	seqs, err := h.Append(context.Background(), recs)
+	if err != nil || len(seqs) != 2 || seqs[0] != 2 || seqs[1] != 3 {
+		t.Fatalf("retry: %v, %v; want [2 3]", seqs, err)
+	}
+	entries, err := readEpoch(openHook(t, stores[1]), 0)
+	checkEntries(t, "read from another store", entries, err, 3)
+}
