@@ -156,6 +156,12 @@ func (h *log) commitBatch(batch []*request) {
 			break
 		}
 	}
+	if errors.Is(err, errIndexGone) {
+		// Deleted by another process: the next Open starts afresh (and
+		// with Create, creates the history again) instead of sharing this
+		// handle's dead view.
+		h.store.drop(h)
+	}
 	switch {
 	case ctx.Err() != nil && h.store.ctx.Err() != nil:
 		err = history.ErrClosed

@@ -471,3 +471,24 @@ func TestCanceledAppendThatLandedRetries(t *testing.T) {
 	entries, err := readEpoch(openHook(t, stores[1]), 0)
 	checkEntries(t, "read from another store", entries, err, 3)
 }
+
+// Another process deleted the history (its Conversation was deleted and
+// created again). Once this process's handle has found its index gone, Open
+// with Create must give a working history, not the dead shared handle.
+func TestOpenCreateAfterDeleteByAnotherStore(t *testing.T) {
+	stores, _ := hookStores(t, 2, Options{})
+	ctx := context.Background()
+	h := openHook(t, stores[0])
+	appendOne(t, h, "m-1")
+	if err := stores[1].Delete(ctx, convName); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Append(ctx, []history.Record{{ID: "m-2", Data: []byte(`"m-2"`)}}); !errors.Is(err, history.ErrNotFound) {
+		t.Fatalf("append to a deleted history: %v, want ErrNotFound", err)
+	}
+	h2 := openHook(t, stores[0])
+	seqs, err := h2.Append(ctx, []history.Record{{ID: "m-3", Data: []byte(`"m-3"`)}})
+	if err != nil || seqs[0] != 1 {
+		t.Fatalf("append after Open with Create: %v, %v; want sequence 1", seqs, err)
+	}
+}

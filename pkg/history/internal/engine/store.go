@@ -135,6 +135,15 @@ func (s *Store) Release(name string) {
 	}
 }
 
+// drop forgets h if it is still the handle of its conversation.
+func (s *Store) drop(h *log) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.handles[h.name] == h {
+		delete(s.handles, h.name)
+	}
+}
+
 // Close implements history.Store.
 func (s *Store) Close() error {
 	s.mu.Lock()
