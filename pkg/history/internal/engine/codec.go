@@ -121,6 +121,10 @@ func decodeEntries(data []byte) ([]history.Entry, error) {
 	if hex.EncodeToString(sum[:]) != f.End.SHA256 {
 		return nil, fmt.Errorf("%w: segment checksum mismatch", history.ErrCorrupt)
 	}
+	// The count is not under the checksum: check it before trusting it.
+	if f.End.N < 0 || f.End.N != bytes.Count(lines, []byte("\n")) {
+		return nil, fmt.Errorf("%w: segment footer counts %d entries", history.ErrCorrupt, f.End.N)
+	}
 	entries := make([]history.Entry, 0, f.End.N)
 	for len(lines) > 0 {
 		i := bytes.IndexByte(lines, '\n')

@@ -85,3 +85,18 @@ func TestCompressedSegment(t *testing.T) {
 		}
 	}
 }
+
+// A footer whose count is absurd (an edited object: the count is not under
+// the checksum) is ErrCorrupt, not a panic or a huge allocation.
+func TestCodecFooterCountOutOfRange(t *testing.T) {
+	good := encodeEntries([]history.Entry{{Seq: 1, ID: "a", Data: []byte(`{}`)}})
+	for _, n := range []string{"-1", "100000000000000", "2"} {
+		data := bytes.Replace(good, []byte(`"n":1,`), []byte(`"n":`+n+`,`), 1)
+		if bytes.Equal(data, good) {
+			t.Fatal("footer not found")
+		}
+		if _, err := decodeEntries(data); !errors.Is(err, history.ErrCorrupt) {
+			t.Fatalf("footer count %s: %v, want ErrCorrupt", n, err)
+		}
+	}
+}
