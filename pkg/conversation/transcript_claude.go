@@ -227,17 +227,19 @@ type parsedLine struct {
 }
 
 // parseClaudeLines splits a transcript into lines and decodes them. A UTF-8 byte order mark
-// before the first line is skipped. A last line that ends before its JSON value does, with
-// no newline after it, is a write cut short: the lines before it are returned with an
-// ErrTruncatedTranscript error. Any other invalid line is an ErrTranscript error. Zero bytes
-// at the end of the file (what a file system can leave of a write lost in a crash) are cut
-// off and reported as ErrTruncatedTranscript too.
+// before the first line is skipped. Invalid JSON is an ErrTranscript error, except where it
+// is what a crash leaves, reported with an ErrTruncatedTranscript error and the lines that
+// are whole:
+//   - a last line that ends inside its JSON value, with no newline after it;
+//   - a line that is the cut-off start of a line followed by a complete one (the session
+//     was resumed and appended to the file the crash left): the complete one is read;
+//   - zero bytes at the end of the file (what a file system can leave of a lost write).
 func parseClaudeLines(data []byte) ([]parsedLine, error) {
 	data = bytes.TrimPrefix(data, []byte("\ufeff"))
-	var zeros error
+	var cuts []error
 	if n := len(data); n > 0 && data[n-1] == 0 {
 		data = bytes.TrimRight(data, "\x00")
-		zeros = fmt.Errorf("%w: %d zero bytes at the end", ErrTruncatedTranscript, n-len(data))
+		cuts = append(cuts, fmt.Errorf("%w: %d zero bytes at the end", ErrTruncatedTranscript, n-len(data)))
 	}
 	lines := make([]parsedLine, 0, bytes.Count(data, []byte{'\n'})+1)
 	lineNo := 0
@@ -256,19 +258,51 @@ func parseClaudeLines(data []byte) ([]parsedLine, error) {
 		}
 		pl := parsedLine{raw: line, number: lineNo}
 		if err := json.Unmarshal(line, &pl.line, lenientJSON); err != nil {
+			pl.line = claudeLine{} // valid JSON of a shape we do not know: kept raw
 			if err := validJSON(line); err != nil {
 				if last && errors.Is(err, io.ErrUnexpectedEOF) {
-					return lines, fmt.Errorf("%w: line %d (%d bytes, no newline): %w", ErrTruncatedTranscript, lineNo, len(line), err)
+					cuts = append(cuts, fmt.Errorf("%w: line %d (%d bytes, no newline): %w", ErrTruncatedTranscript, lineNo, len(line), err))
+					return lines, errors.Join(cuts...)
 				}
-				return nil, fmt.Errorf("%w: line %d: %w", ErrTranscript, lineNo, err)
+				k := gluedLine(line)
+				if k == 0 {
+					return nil, fmt.Errorf("%w: line %d: %w", ErrTranscript, lineNo, err)
+				}
+				cuts = append(cuts, fmt.Errorf("%w: line %d starts with %d bytes of a cut line", ErrTruncatedTranscript, lineNo, k))
+				pl.raw = line[k:]
+				if pl.decoded = json.Unmarshal(pl.raw, &pl.line, lenientJSON) == nil; !pl.decoded {
+					pl.line = claudeLine{}
+				}
 			}
-			pl.line = claudeLine{} // valid JSON of a shape we do not know: kept raw
 		} else {
 			pl.decoded = true
 		}
 		lines = append(lines, pl)
 	}
-	return lines, zeros
+	return lines, errors.Join(cuts...)
+}
+
+// gluedLine finds, in an invalid line, a complete JSON value appended to the cut-off start
+// of another: the offset of a `{"` where the bytes before end inside a JSON value and the
+// bytes from it are one. It returns 0 when there is none. Offsets right after '[', ',' or
+// ':' (where an object nested in the cut line starts) are not tried, and at most 16 are.
+func gluedLine(line []byte) int {
+	tries := 0
+	for k := 1; k < len(line) && tries < 16; k++ {
+		j := bytes.Index(line[k:], []byte(`{"`))
+		if j < 0 {
+			return 0
+		}
+		k += j
+		if c := line[k-1]; c == '[' || c == ',' || c == ':' {
+			continue
+		}
+		tries++
+		if validJSON(line[k:]) == nil && errors.Is(validJSON(line[:k]), io.ErrUnexpectedEOF) {
+			return k
+		}
+	}
+	return 0
 }
 
 // validJSON reports why a line is not one valid JSON value (nil when it is).
