@@ -1,9 +1,13 @@
 package configmap_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -208,5 +212,55 @@ func TestOwnerGivenOnLaterOpen(t *testing.T) {
 		if len(cm.OwnerReferences) != 1 || cm.OwnerReferences[0].UID != owner.UID {
 			t.Errorf("%s: owner references %v", cm.Name, cm.OwnerReferences)
 		}
+	}
+}
+
+// TestLargestObjectsFit: the largest record the store accepts, in its worst
+// encoding (binary data as base64, an id that JSON escapes six-fold), and the
+// largest checkpoint fit a ConfigMap on a real API server, as a tail object
+// and once sealed.
+func TestLargestObjectsFit(t *testing.T) {
+	ctx := context.Background()
+	s := mustStore(t, 16<<20)
+	defer func() { _ = s.Close() }()
+	h, err := s.Open(ctx, "largest", history.OpenOptions{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 900 KiB objects, less the footer and id allowance, as base64.
+	const largest = (900<<10-96-512)*3/4 - 4
+	data := make([]byte, largest)
+	_, _ = rand.Read(data)
+	id := strings.Repeat("\x01", 512)
+	if _, err := h.Append(ctx, []history.Record{{ID: id, Data: data}}); err != nil {
+		t.Fatalf("largest record: %v", err)
+	}
+	if _, err := h.Append(ctx, []history.Record{{ID: "too-big", Data: make([]byte, largest+1)}}); !errors.Is(err, history.ErrTooLarge) {
+		t.Fatalf("one byte more: %v, want ErrTooLarge", err)
+	}
+	if _, err := h.Append(ctx, []history.Record{{ID: "small", Data: []byte(`{}`)}}); err != nil { // seals the big tail
+		t.Fatal(err)
+	}
+	fresh := mustStore(t, 16<<20)
+	defer func() { _ = fresh.Close() }()
+	h2, err := fresh.Open(ctx, "largest", history.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := h2.Read(ctx, history.ReadOptions{})
+	if err != nil || len(page.Entries) != 2 || page.Entries[0].ID != id || !bytes.Equal(page.Entries[0].Data, data) {
+		t.Fatalf("read back: %d entries, %v", len(page.Entries), err)
+	}
+	snapshot := make([]byte, 900<<10)
+	_, _ = rand.Read(snapshot)
+	d, err := h.PutCheckpoint(ctx, snapshot)
+	if err != nil {
+		t.Fatalf("largest checkpoint: %v", err)
+	}
+	if got, err := h2.GetCheckpoint(ctx, d); err != nil || !bytes.Equal(got, snapshot) {
+		t.Fatalf("largest checkpoint read back: %v", err)
+	}
+	if _, err := h.PutCheckpoint(ctx, append(snapshot, 0)); !errors.Is(err, history.ErrTooLarge) {
+		t.Fatalf("checkpoint one byte larger: %v, want ErrTooLarge", err)
 	}
 }
