@@ -100,3 +100,17 @@ func TestCodecFooterCountOutOfRange(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDecodeEntries: whatever bytes a backend returns, the decoder answers
+// entries or ErrCorrupt; it never panics.
+func FuzzDecodeEntries(f *testing.F) {
+	good := encodeEntries([]history.Entry{{Seq: 1, ID: "a", Data: []byte(`{}`)}, {Seq: 2, ID: "b", Data: []byte{0xff}}})
+	f.Add(good)
+	f.Add(compress(good))
+	f.Add(bytes.Replace(good, []byte(`"n":2,`), []byte(`"n":-1,`), 1))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if _, err := decodeEntries(data); err != nil && !errors.Is(err, history.ErrCorrupt) {
+			t.Fatalf("decode error %v is not ErrCorrupt", err)
+		}
+	})
+}
