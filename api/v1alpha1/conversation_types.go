@@ -139,6 +139,7 @@ type ObjectStoreHistory struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="!self.contains('@')",message="objectStore.endpoint must not carry credentials; put them in the Secret named by credentialsSecretRef"
 	Endpoint string `json:"endpoint"`
 
 	// bucket holds the history.

@@ -113,6 +113,12 @@ var _ = Describe("Admission of Conversations and Checkpoints by the real apiserv
     credentialsSecretRef: {}`), "spec.history.objectStore.credentialsSecretRef.name: Required value"),
 		Entry("a system prompt reference without a key",
 			conversation(cmHistory+"systemPrompt:\n  configMapKeyRef: {name: prompts}"), "spec.systemPrompt.configMapKeyRef.key: Required value"),
+		Entry("credentials written into the endpoint",
+			conversation(`history:
+  objectStore:
+    endpoint: https://AKIA:secret@s3.example.com
+    bucket: parley
+    credentialsSecretRef: {name: s3}`), "objectStore.endpoint must not carry credentials"),
 		Entry("an objectStore without a bucket",
 			conversation(`history:
   objectStore:

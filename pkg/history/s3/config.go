@@ -102,6 +102,12 @@ func ConfigFromSecret(secret *corev1.Secret, cfg Config) (Config, error) {
 
 // endpoint splits Endpoint into host:port and whether to use TLS.
 func (c Config) endpoint() (host string, secure bool, err error) {
+	// Credentials never travel in the endpoint: it shows up in errors and status. The message
+	// does not repeat the endpoint, which would print the secret.
+	if strings.Contains(c.Endpoint, "@") {
+		return "", false, errors.New("s3 history: the endpoint must not carry credentials (user@host); " +
+			"put them in the Secret's accessKeyID and secretAccessKey")
+	}
 	if !strings.Contains(c.Endpoint, "://") {
 		return c.Endpoint, !c.Insecure, nil
 	}
