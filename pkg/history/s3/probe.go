@@ -41,7 +41,9 @@ func CheckConditionalWrites(ctx context.Context, cfg Config) error {
 		}
 		return nil
 	}
-	defer func() { _ = client.RemoveObject(context.WithoutCancel(ctx), cfg.Bucket, key, minio.RemoveObjectOptions{}) }()
+	defer func() {
+		_ = client.RemoveObject(context.WithoutCancel(ctx), cfg.Bucket, key, minio.RemoveObjectOptions{})
+	}()
 
 	var create minio.PutObjectOptions
 	create.SetMatchETagExcept("*")
