@@ -62,17 +62,3 @@ func RequeueAfter(now, at time.Time) time.Duration {
 	}
 	return 0
 }
-
-// Sooner returns the earlier of two requeue delays, where 0 means "no requeue wanted".
-func Sooner(a, b time.Duration) time.Duration {
-	switch {
-	case a == 0:
-		return b
-	case b == 0:
-		return a
-	case a < b:
-		return a
-	default:
-		return b
-	}
-}

@@ -94,14 +94,3 @@ func TestRequeueAfter(t *testing.T) {
 		t.Errorf("past must not be negative: %v", got)
 	}
 }
-
-func TestSooner(t *testing.T) {
-	cases := []struct{ a, b, want time.Duration }{
-		{0, 0, 0}, {0, 5, 5}, {5, 0, 5}, {3, 5, 3}, {5, 3, 3},
-	}
-	for _, c := range cases {
-		if got := Sooner(c.a, c.b); got != c.want {
-			t.Errorf("Sooner(%v, %v) = %v, want %v", c.a, c.b, got, c.want)
-		}
-	}
-}

@@ -48,17 +48,27 @@ func bigState(tb testing.TB, size int) State {
 	return s
 }
 
-func BenchmarkImportClaudeJSONL(b *testing.B) {
-	data := bigClaudeTranscript(b, 10<<20)
-	b.SetBytes(int64(len(data)))
+// benchThroughput runs op once per iteration over an input of size bytes and reports wall-clock
+// MB/s, allocations and MB per CPU second (see internal/benchcpu).
+func benchThroughput(b *testing.B, size int, op func() error) {
+	b.Helper()
+	b.SetBytes(int64(size))
 	b.ReportAllocs()
 	cpu := benchcpu.Start()
 	for b.Loop() {
-		if _, err := ImportClaudeJSONL(data); err != nil {
+		if err := op(); err != nil {
 			b.Fatal(err)
 		}
 	}
-	cpu.Report(b, float64(len(data))/1e6, "MB/cpu-s")
+	cpu.Report(b, float64(size)/1e6, "MB/cpu-s")
+}
+
+func BenchmarkImportClaudeJSONL(b *testing.B) {
+	data := bigClaudeTranscript(b, 10<<20)
+	benchThroughput(b, len(data), func() error {
+		_, err := ImportClaudeJSONL(data)
+		return err
+	})
 }
 
 func BenchmarkSnapshotMarshal(b *testing.B) {
@@ -67,15 +77,10 @@ func BenchmarkSnapshotMarshal(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	cpu := benchcpu.Start()
-	for b.Loop() {
-		if _, err := MarshalSnapshot(&s, SnapshotMetadata{CreatedAt: time.Now()}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	cpu.Report(b, float64(len(data))/1e6, "MB/cpu-s")
+	benchThroughput(b, len(data), func() error {
+		_, err := MarshalSnapshot(&s, SnapshotMetadata{CreatedAt: time.Now()})
+		return err
+	})
 }
 
 func BenchmarkSnapshotUnmarshal(b *testing.B) {
@@ -84,15 +89,10 @@ func BenchmarkSnapshotUnmarshal(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	cpu := benchcpu.Start()
-	for b.Loop() {
-		if _, err := UnmarshalSnapshot(data); err != nil {
-			b.Fatal(err)
-		}
-	}
-	cpu.Report(b, float64(len(data))/1e6, "MB/cpu-s")
+	benchThroughput(b, len(data), func() error {
+		_, err := UnmarshalSnapshot(data)
+		return err
+	})
 }
 
 // Method-less mirrors of State, Message and Subagent (whose JSON methods delegate to
@@ -140,18 +140,12 @@ func BenchmarkSnapshotUnmarshalStdlibBaseline(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	cpu := benchcpu.Start()
-	for b.Loop() {
+	benchThroughput(b, len(data), func() error {
 		var doc struct {
 			Payload v1State `json:"payload"`
 		}
-		if err := stdjson.Unmarshal(data, &doc); err != nil {
-			b.Fatal(err)
-		}
-	}
-	cpu.Report(b, float64(len(data))/1e6, "MB/cpu-s")
+		return stdjson.Unmarshal(data, &doc)
+	})
 }
 
 // BenchmarkReduceDelta streams text deltas into the last message of a conversation of about
