@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/parley-dev/parley/internal/benchcpu"
+	"github.com/parley-dev/parley/test/support/benchcpu"
 )
 
 // bigClaudeTranscript repeats the fixture's lines, renumbering uuids, message ids and tool ids,

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/parley-dev/parley/internal/benchcpu"
 	"github.com/parley-dev/parley/pkg/conversation"
 	"github.com/parley-dev/parley/pkg/conversation/tokens"
+	"github.com/parley-dev/parley/test/support/benchcpu"
 )
 
 // benchState builds an agent-style conversation of n messages: a user request every eight

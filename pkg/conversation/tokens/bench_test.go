@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/parley-dev/parley/internal/benchcpu"
 	"github.com/parley-dev/parley/pkg/conversation"
+	"github.com/parley-dev/parley/test/support/benchcpu"
 )
 
 // BenchmarkCountText reports tokens/s of each tokenizer on the sample texts (prose, a real

@@ -13,9 +13,9 @@ import (
 
 	"github.com/parley-dev/parley/pkg/history"
 	"github.com/parley-dev/parley/pkg/history/configmap"
-	"github.com/parley-dev/parley/pkg/history/internal/kubeenv"
-	"github.com/parley-dev/parley/pkg/history/internal/s3server"
 	"github.com/parley-dev/parley/pkg/history/s3"
+	"github.com/parley-dev/parley/test/support/kubeenv"
+	"github.com/parley-dev/parley/test/support/s3server"
 )
 
 const bucket = "bench"

@@ -21,7 +21,7 @@ import (
 	"github.com/parley-dev/parley/pkg/history"
 	"github.com/parley-dev/parley/pkg/history/configmap"
 	"github.com/parley-dev/parley/pkg/history/historytest"
-	"github.com/parley-dev/parley/pkg/history/internal/kubeenv"
+	"github.com/parley-dev/parley/test/support/kubeenv"
 )
 
 var restConfig *rest.Config

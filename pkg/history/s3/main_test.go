@@ -9,8 +9,8 @@ import (
 
 	"github.com/parley-dev/parley/pkg/history"
 	"github.com/parley-dev/parley/pkg/history/historytest"
-	"github.com/parley-dev/parley/pkg/history/internal/s3server"
 	"github.com/parley-dev/parley/pkg/history/s3"
+	"github.com/parley-dev/parley/test/support/s3server"
 )
 
 // Environment of child processes: where the parent's server is.

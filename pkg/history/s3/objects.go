@@ -25,15 +25,33 @@ type backend struct {
 
 // Objects ignores the owner: objects outside the cluster are removed by the
 // controller's finalizer through Store.Delete.
+//
+// A name is one key segment or several joined by "/" (the operator uses
+// "<namespace>/<session id>"), so histories group under their namespace.
+// Names must not nest (no name is a "/"-prefix of another): a history's
+// objects are the keys under "<prefix>/<name>/".
 func (b *backend) Objects(name string, _ *metav1.OwnerReference) (engine.Objects, error) {
-	if name == "" || strings.ContainsAny(name, "/\\") || name == "." || name == ".." {
-		return nil, fmt.Errorf("s3 history: conversation name %q cannot be a key segment", name)
+	if !validName(name) {
+		return nil, fmt.Errorf("s3 history: conversation name %q is not usable as key segments (empty, \".\", \"..\" or a backslash)", name)
 	}
 	base := name + "/"
 	if p := strings.Trim(b.prefix, "/"); p != "" {
 		base = p + "/" + base
 	}
 	return &objects{backend: b, base: base}, nil
+}
+
+// validName reports whether every "/"-separated segment of name is a usable key segment.
+func validName(name string) bool {
+	if name == "" || strings.Contains(name, "\\") {
+		return false
+	}
+	for _, seg := range strings.Split(name, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return true
 }
 
 type objects struct {

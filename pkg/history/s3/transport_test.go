@@ -19,8 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/parley-dev/parley/pkg/history"
-	"github.com/parley-dev/parley/pkg/history/internal/s3server"
 	"github.com/parley-dev/parley/pkg/history/s3"
+	"github.com/parley-dev/parley/test/support/s3server"
 )
 
 // roundTrip appends and reads back through a store built from cfg.

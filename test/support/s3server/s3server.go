@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/parley-dev/parley/internal/repopath"
+	"github.com/parley-dev/parley/test/support/repopath"
 )
 
 // EnvBinary names the versitygw binary; `make test` sets it.

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/parley-dev/parley/internal/repopath"
+	"github.com/parley-dev/parley/test/support/repopath"
 )
 
 // envConfig carries the API server's address and credentials to children.
