@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/parley-dev/parley/pkg/history"
+	"github.com/parley-dev/parley/pkg/history/internal/engine"
 )
 
 // testConcurrentGoroutines: two stores (as two processes would) with eight
@@ -133,4 +134,78 @@ func testKillAndReopen(t *testing.T, hn Harness) {
 		}
 	}
 	checkLog(t, readAll(t, h, 0), acks)
+}
+
+// testDuplicateInOneCommit: a retry racing its own original. Appends that
+// repeat one id queue behind a commit held in flight, so they land in the
+// same group commit; the id is stored once and every caller gets its
+// sequence.
+func testDuplicateInOneCommit(t *testing.T, hn Harness) {
+	h := open(t, newStore(t, hn), conversationName(t))
+	mustAppend(t, h, records("c", 0, 1))
+
+	var mu sync.Mutex
+	holding := false
+	held, release := make(chan struct{}), make(chan struct{})
+	queued := make(chan struct{}, 8)
+	engine.Failpoint = func(name string) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case name == "queued" && holding:
+			queued <- struct{}{}
+		case name == "tail-written" && !holding:
+			holding = true
+			close(held)
+			mu.Unlock()
+			<-release // only this commit's goroutine waits here
+			mu.Lock()
+		}
+	}
+	t.Cleanup(func() { engine.Failpoint = nil })
+
+	dup := records("dup", 0, 1)[0]
+	batches := [][]history.Record{
+		records("c", 1, 1), // the commit held in flight
+		{records("x", 0, 1)[0], dup},
+		{dup},
+		{dup, records("x", 1, 1)[0]},
+	}
+	results := make([][]uint64, len(batches))
+	errs := make([]error, len(batches))
+	var wg sync.WaitGroup
+	appendBatch := func(i int) {
+		wg.Go(func() { results[i], errs[i] = h.Append(context.Background(), batches[i]) })
+	}
+	appendBatch(0)
+	<-held
+	for i := 1; i < len(batches); i++ {
+		appendBatch(i)
+	}
+	for range len(batches) - 1 {
+		<-queued
+	}
+	close(release) // the three queued requests now go into one commit
+	wg.Wait()
+
+	acks := map[string]uint64{}
+	for i, b := range batches {
+		if errs[i] != nil {
+			t.Fatalf("append %d: %v", i, errs[i])
+		}
+		if len(results[i]) != len(b) {
+			t.Fatalf("append %d returned %d sequences for %d records", i, len(results[i]), len(b))
+		}
+		for j, rec := range b {
+			if prev, ok := acks[rec.ID]; ok && prev != results[i][j] {
+				t.Fatalf("%s acknowledged at sequences %d and %d", rec.ID, prev, results[i][j])
+			}
+			acks[rec.ID] = results[i][j]
+		}
+	}
+	entries := readAll(t, h, 0)
+	checkLog(t, entries, acks)
+	if len(entries) != 5 {
+		t.Fatalf("%d entries stored, want 5 (c-0, c-1, x-0, x-1, dup-0 once)", len(entries))
+	}
 }

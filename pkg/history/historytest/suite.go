@@ -17,6 +17,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("ArbitraryBytes", func(t *testing.T) { testArbitraryBytes(t, h) })
 	t.Run("CallerBufferReuse", func(t *testing.T) { testCallerBufferReuse(t, h) })
 	t.Run("IdempotentRetries", func(t *testing.T) { testIdempotent(t, h) })
+	t.Run("DuplicateIDsInOneCommit", func(t *testing.T) { testDuplicateInOneCommit(t, h) })
 	t.Run("ReopenFromAnotherStore", func(t *testing.T) { testReopen(t, h) })
 	t.Run("OpenMissing", func(t *testing.T) { testOpenMissing(t, h) })
 	t.Run("Release", func(t *testing.T) { testRelease(t, h) })

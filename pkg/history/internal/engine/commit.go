@@ -53,6 +53,7 @@ func (h *log) Append(ctx context.Context, records []history.Record) ([]uint64, e
 	start := !h.flushing
 	h.flushing = true
 	h.qmu.Unlock()
+	failpoint("queued")
 	if start {
 		go h.flushLoop()
 	}
