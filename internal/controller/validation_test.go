@@ -2,7 +2,14 @@ package controller
 
 import (
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -45,6 +52,11 @@ func indent(s string) string {
 }
 
 const cmHistory = "history:\n  configMap: {}\n"
+
+// withAgent is a Conversation spec with a valid agent plus the given agent field.
+func withAgent(field string) string {
+	return cmHistory + "agent:\n  " + field + "\n  template:\n    spec:\n      containers: [{name: agent, image: agent:1}]\n"
+}
 
 var _ = Describe("Admission of Conversations and Checkpoints by the real apiserver", func() {
 	DescribeTable("rejects a malformed object with a message a person understands",
@@ -139,31 +151,25 @@ var _ = Describe("Admission of Conversations and Checkpoints by the real apiserv
   text: hello
   configMapKeyRef: {name: prompts, key: support}`), "systemPrompt needs exactly one of text or configMapKeyRef"),
 		Entry("a negative maxRestarts",
-			conversation(cmHistory+`agent:
-  maxRestarts: -1
-  template:
-    spec:
-      containers: [{name: agent, image: agent:1}]`), "spec.agent.maxRestarts in body should be greater than or equal to 0"),
+			conversation(withAgent("maxRestarts: -1")), "spec.agent.maxRestarts in body should be greater than or equal to 0"),
 		Entry("a backoff whose initial delay exceeds its maximum",
-			conversation(cmHistory+`agent:
-  backoff: {initial: 10m, max: 1m}
-  template:
-    spec:
-      containers: [{name: agent, image: agent:1}]`), "backoff.initial must not exceed backoff.max"),
+			conversation(withAgent("backoff: {initial: 10m, max: 1m}")), "backoff.initial must not exceed backoff.max"),
+		Entry("a zero initial backoff",
+			conversation(withAgent("backoff: {initial: 0s, max: 1m}")), "backoff.initial must be positive"),
+		Entry("a negative initial backoff",
+			conversation(withAgent("backoff: {initial: -10s}")), "backoff.initial must be positive"),
+		// Any max ≤ 0 is also below initial (defaulted to 10s when absent), so
+		// the apiserver reports both rules; the message names this one.
+		Entry("a zero maximum backoff",
+			conversation(withAgent("backoff: {max: 0s}")), "backoff.max must be positive"),
+		Entry("a negative maximum backoff",
+			conversation(withAgent("backoff: {initial: 1s, max: -1m}")), "backoff.max must be positive"),
 		Entry("an unknown adapter",
-			conversation(cmHistory+`agent:
-  adapter: langchain-classic
-  template:
-    spec:
-      containers: [{name: agent, image: agent:1}]`), `Unsupported value: "langchain-classic"`),
+			conversation(withAgent("adapter: langchain-classic")), `Unsupported value: "langchain-classic"`),
 		Entry("an agent pod template without containers",
 			conversation(cmHistory+"agent:\n  template:\n    spec: {}"), "spec.agent.template.spec.containers: Required value"),
 		Entry("a relative resume mount path",
-			conversation(cmHistory+`agent:
-  resumeMountPath: var/run/parley
-  template:
-    spec:
-      containers: [{name: agent, image: agent:1}]`), "spec.agent.resumeMountPath in body should match"),
+			conversation(withAgent("resumeMountPath: var/run/parley")), "spec.agent.resumeMountPath in body should match"),
 		Entry("a checkpoint interval of zero",
 			conversation(cmHistory+"checkpoints:\n  interval: 0s"), "checkpoints.interval must be positive"),
 		Entry("keeping zero checkpoints",
@@ -306,3 +312,78 @@ forkFrom: {checkpoint: before-refactor}`))
 		})
 	})
 })
+
+// TestEveryCELRuleHasASpec holds docs/architecture.md to its word: every CEL
+// rule's message in the CRDs is checked by a spec of this file (a string
+// literal of it that is part of the message; the specs assert those).
+func TestEveryCELRuleHasASpec(t *testing.T) {
+	file, err := parser.ParseFile(token.NewFileSet(), "validation_test.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var literals []string
+	ast.Inspect(file, func(n ast.Node) bool {
+		if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+			if s, err := strconv.Unquote(lit.Value); err == nil && len(s) >= 20 {
+				literals = append(literals, s)
+			}
+		}
+		return true
+	})
+	crds, err := filepath.Glob(filepath.Join("..", "..", "config", "crd", "bases", "*.yaml"))
+	if err != nil || len(crds) == 0 {
+		t.Fatalf("no CRDs found: %v", err)
+	}
+	var messages []string
+	for _, path := range crds {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc any
+		if err := yaml.Unmarshal(data, &doc); err != nil {
+			t.Fatal(err)
+		}
+		messages = append(messages, celMessages(doc)...)
+	}
+	if len(messages) == 0 {
+		t.Fatal("no CEL rules found in the CRDs")
+	}
+	for _, m := range messages {
+		covered := false
+		for _, lit := range literals {
+			covered = covered || strings.Contains(m, lit)
+		}
+		if !covered {
+			t.Errorf("CEL rule %q has no spec in validation_test.go", m)
+		}
+	}
+}
+
+// celMessages returns the message of every x-kubernetes-validations rule
+// under node, or the rule itself when it has no message.
+func celMessages(node any) []string {
+	var out []string
+	switch n := node.(type) {
+	case map[string]any:
+		for key, v := range n {
+			if rules, ok := v.([]any); ok && key == "x-kubernetes-validations" {
+				for _, r := range rules {
+					rule, _ := r.(map[string]any)
+					msg, _ := rule["message"].(string)
+					if msg == "" {
+						msg, _ = rule["rule"].(string)
+					}
+					out = append(out, msg)
+				}
+				continue
+			}
+			out = append(out, celMessages(v)...)
+		}
+	case []any:
+		for _, v := range n {
+			out = append(out, celMessages(v)...)
+		}
+	}
+	return out
+}
