@@ -5,7 +5,7 @@ import (
 )
 
 // CheckpointReason says why a checkpoint was taken.
-// +kubebuilder:validation:Enum=Manual;Crash;Compaction;Scheduled;Fork
+// +kubebuilder:validation:Enum=Manual;Crash;Compaction;Scheduled;Fork;Archive
 type CheckpointReason string
 
 const (
@@ -19,6 +19,9 @@ const (
 	CheckpointScheduled CheckpointReason = "Scheduled"
 	// CheckpointFork was taken to start another conversation from.
 	CheckpointFork CheckpointReason = "Fork"
+	// CheckpointArchive was taken when the session expired with expirationPolicy Archive: the
+	// final state, kept after the live history is removed.
+	CheckpointArchive CheckpointReason = "Archive"
 )
 
 // ConversationReference names a Conversation in the Checkpoint's namespace.

@@ -35,6 +35,58 @@ const (
 	ReasonSessionIDMismatch = "SessionIDMismatch"
 	// ReasonConversationNotFound: a Checkpoint names a Conversation that does not exist.
 	ReasonConversationNotFound = "ConversationNotFound"
+
+	// ReasonHistoryReady: the history is initialised and the store answers.
+	ReasonHistoryReady = "HistoryReady"
+	// ReasonInitializing: the history is being created (system prompt, seed, fork).
+	ReasonInitializing = "Initializing"
+	// ReasonSecretNotFound: a Secret the spec names does not exist.
+	ReasonSecretNotFound = "SecretNotFound"
+	// ReasonSecretInvalid: a Secret the spec names lacks a key or holds an unusable value.
+	ReasonSecretInvalid = "SecretInvalid"
+	// ReasonConfigMapNotFound: a ConfigMap the spec names (system prompt, seed) does not exist.
+	ReasonConfigMapNotFound = "ConfigMapNotFound"
+	// ReasonConfigMapKeyNotFound: the ConfigMap exists but lacks the named key.
+	ReasonConfigMapKeyNotFound = "ConfigMapKeyNotFound"
+	// ReasonSeedInvalid: the seed cannot be read as the declared (or detected) format.
+	ReasonSeedInvalid = "SeedInvalid"
+	// ReasonCheckpointNotFound: forkFrom names a Checkpoint that does not exist.
+	ReasonCheckpointNotFound = "CheckpointNotFound"
+	// ReasonCheckpointNotReady: forkFrom names a Checkpoint whose snapshot is not written yet.
+	ReasonCheckpointNotReady = "CheckpointNotReady"
+	// ReasonSnapshotCorrupt: a stored snapshot failed verification (digest) and was not used.
+	ReasonSnapshotCorrupt = "SnapshotCorrupt"
+	// ReasonStoreUnavailable: the history store could not be reached or failed transiently.
+	ReasonStoreUnavailable = "StoreUnavailable"
+	// ReasonStoreMisconfigured: the objectStore settings cannot work (endpoint, CA bundle).
+	ReasonStoreMisconfigured = "StoreMisconfigured"
+	// ReasonBucketNotFound: the objectStore bucket does not exist.
+	ReasonBucketNotFound = "BucketNotFound"
+	// ReasonConditionalWritesUnsupported: the object store ignores If-None-Match / If-Match,
+	// so two writers could both win; Parley refuses to use it.
+	ReasonConditionalWritesUnsupported = "ConditionalWritesUnsupported"
+	// ReasonHistoryTooLarge: the history reached its size limit (configMap.maxBytes).
+	ReasonHistoryTooLarge = "HistoryTooLarge"
+	// ReasonHistoryCorrupt: stored history bytes failed verification.
+	ReasonHistoryCorrupt = "HistoryCorrupt"
+	// ReasonHistoryDeleted: the expiration policy Delete removed the history.
+	ReasonHistoryDeleted = "HistoryDeleted"
+	// ReasonHistoryArchived: the expiration policy Archive kept a final checkpoint and removed
+	// the live history.
+	ReasonHistoryArchived = "HistoryArchived"
+	// ReasonHistoryRetained: the session expired and its history is kept as it is.
+	ReasonHistoryRetained = "HistoryRetained"
+	// ReasonStoreError: the store failed in a way not covered by another reason.
+	ReasonStoreError = "StoreError"
+
+	// ReasonSnapshotWritten: a Checkpoint's snapshot is stored and verified.
+	ReasonSnapshotWritten = "SnapshotWritten"
+	// ReasonWaitingForHistory: a Checkpoint waits for its Conversation's history to be available.
+	ReasonWaitingForHistory = "WaitingForHistory"
+	// ReasonTurnNotFound: a Checkpoint asks for a turn the conversation has not reached.
+	ReasonTurnNotFound = "TurnNotFound"
+	// ReasonHistoryGone: the conversation's history was deleted; nothing can be snapshotted.
+	ReasonHistoryGone = "HistoryGone"
 )
 
 // Event reasons, emitted on the object they concern.
@@ -45,4 +97,27 @@ const (
 	EventExpired = "Expired"
 	// EventDeleted: an expired Conversation was deleted after lifetime.deleteAfter.
 	EventDeleted = "DeletedAfterExpiry"
+	// EventHistoryCreated: the history was created and initialised.
+	EventHistoryCreated = "HistoryCreated"
+	// EventSeedImported: the seed's messages were appended.
+	EventSeedImported = "SeedImported"
+	// EventForked: the history was started from a Checkpoint's snapshot.
+	EventForked = "Forked"
+	// EventHistoryUnavailable: the history could not be opened or initialised (Warning).
+	EventHistoryUnavailable = "HistoryUnavailable"
+	// EventHistoryDeleted: the expiration policy Delete removed the history.
+	EventHistoryDeleted = "HistoryDeleted"
+	// EventHistoryArchived: the expiration policy Archive removed the live history after a
+	// final checkpoint.
+	EventHistoryArchived = "HistoryArchived"
+	// EventCheckpointCreated: the controller created a Checkpoint (Scheduled, Archive).
+	EventCheckpointCreated = "CheckpointCreated"
+	// EventCheckpointPruned: a Scheduled Checkpoint past checkpoints.keep was deleted.
+	EventCheckpointPruned = "CheckpointPruned"
+	// EventSnapshotWritten: a Checkpoint's snapshot was stored.
+	EventSnapshotWritten = "SnapshotWritten"
+	// EventSnapshotFailed: a Checkpoint's snapshot could not be written or verified (Warning).
+	EventSnapshotFailed = "SnapshotFailed"
+	// EventStoreCleanupFailed: deleting external history objects failed (Warning).
+	EventStoreCleanupFailed = "StoreCleanupFailed"
 )

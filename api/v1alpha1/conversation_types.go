@@ -117,9 +117,11 @@ type HistorySpec struct {
 
 // ConfigMapHistory keeps history in ConfigMaps owned by the Conversation.
 type ConfigMapHistory struct {
-	// name prefixes the ConfigMaps' names. Defaults to the Conversation's name.
+	// name prefixes the ConfigMaps' names, which are "<name>-<sessionID>-history[.<part>]".
+	// Defaults to the Conversation's name (cut to 128 characters). The session id in the
+	// name keeps a re-created Conversation of the same name from reading an old history.
 	// +optional
-	// +kubebuilder:validation:MaxLength=200
+	// +kubebuilder:validation:MaxLength=128
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
 	Name string `json:"name,omitempty"`
 

@@ -12,15 +12,19 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 	"github.com/parley-dev/parley/internal/controller"
+	"github.com/parley-dev/parley/internal/historystore"
+	"github.com/parley-dev/parley/internal/journal"
 	"github.com/parley-dev/parley/internal/metrics"
 )
 
@@ -40,6 +44,11 @@ type options struct {
 	leaderElectionNS     string
 	watchNamespaces      string
 	enableHTTP2          bool
+	kubeAPIQPS           float64
+	kubeAPIBurst         int
+	historyAPIQPS        float64
+	historyAPIBurst      int
+	concurrency          int
 }
 
 func main() {
@@ -57,6 +66,13 @@ func main() {
 		"Comma-separated namespaces to watch; empty watches all namespaces.")
 	flag.BoolVar(&o.enableHTTP2, "enable-http2", false,
 		"Serve metrics over HTTP/2 (off by default: CVE-2023-44487 and CVE-2023-39325).")
+	flag.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 100, "Queries per second to the API server for the controllers (status, events, Checkpoints).")
+	flag.IntVar(&o.kubeAPIBurst, "kube-api-burst", 200, "Burst of queries to the API server for the controllers.")
+	flag.Float64Var(&o.historyAPIQPS, "history-api-qps", 200,
+		"Queries per second to the API server for ConfigMap histories (their own client: history writes do not starve the controllers).")
+	flag.IntVar(&o.historyAPIBurst, "history-api-burst", 400, "Burst of queries to the API server for ConfigMap histories.")
+	flag.IntVar(&o.concurrency, "max-concurrent-reconciles", 16,
+		"Conversations reconciled in parallel (a reconcile waits on the API server and the history store).")
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine) // --zap-log-level, --zap-encoder (json|console), ...
 	flag.Parse()
@@ -93,7 +109,9 @@ func run(ctx context.Context, o options) error {
 		log.Info("watching namespaces", "namespaces", ns)
 	}
 
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+	restCfg := ctrl.GetConfigOrDie()
+	restCfg.QPS, restCfg.Burst = float32(o.kubeAPIQPS), o.kubeAPIBurst
+	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsOpts,
 		HealthProbeBindAddress:  o.probeAddr,
@@ -108,18 +126,33 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 
+	stores, err := newStores(restCfg, mgr, o)
+	if err != nil {
+		return err
+	}
+	views := &journal.Views{}
+	if err := controller.SetupIndexes(ctx, mgr); err != nil {
+		return err
+	}
 	if err := (&controller.ConversationReconciler{
-		Client:   mgr.GetClient(),
-		Scheme:   mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorder("parley-conversation"),
-		Clock:    clock.RealClock{},
+		Client:                  mgr.GetClient(),
+		APIReader:               mgr.GetAPIReader(),
+		Scheme:                  mgr.GetScheme(),
+		Recorder:                mgr.GetEventRecorder("parley-conversation"),
+		Stores:                  stores,
+		Views:                   views,
+		Clock:                   clock.RealClock{},
+		MaxConcurrentReconciles: o.concurrency,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Conversation controller: %w", err)
 	}
 	if err := (&controller.CheckpointReconciler{
-		Client: mgr.GetClient(),
-		Scheme: mgr.GetScheme(),
-	}).SetupWithManager(ctx, mgr); err != nil {
+		Client:   mgr.GetClient(),
+		Scheme:   mgr.GetScheme(),
+		Recorder: mgr.GetEventRecorder("parley-checkpoint"),
+		Stores:   stores,
+		Views:    views,
+	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Checkpoint controller: %w", err)
 	}
 
@@ -134,6 +167,23 @@ func run(ctx context.Context, o options) error {
 
 	log.Info("starting manager", "leaderElection", o.enableLeaderElection)
 	return mgr.Start(ctx)
+}
+
+// newStores builds the history seam: ConfigMap histories through their own uncached client
+// (the protocol needs fresh reads, and history writes get their own rate budget), Secrets read
+// on demand. It runs on every replica: the Session API opens histories on non-leaders too.
+func newStores(restCfg *rest.Config, mgr ctrl.Manager, o options) (*historystore.Stores, error) {
+	cmCfg := rest.CopyConfig(restCfg)
+	cmCfg.QPS, cmCfg.Burst = float32(o.historyAPIQPS), o.historyAPIBurst
+	cmClient, err := client.New(cmCfg, client.Options{Scheme: mgr.GetScheme()})
+	if err != nil {
+		return nil, fmt.Errorf("creating the ConfigMap history client: %w", err)
+	}
+	stores := &historystore.Stores{ConfigMaps: cmClient, Secrets: mgr.GetAPIReader()}
+	if err := mgr.Add(stores); err != nil {
+		return nil, fmt.Errorf("adding the history stores: %w", err)
+	}
+	return stores, nil
 }
 
 // splitNamespaces parses the --watch-namespaces flag.

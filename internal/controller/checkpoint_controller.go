@@ -2,96 +2,320 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+	"github.com/parley-dev/parley/internal/historystore"
+	"github.com/parley-dev/parley/internal/journal"
+	"github.com/parley-dev/parley/internal/metrics"
+	"github.com/parley-dev/parley/pkg/conversation"
+	"github.com/parley-dev/parley/pkg/history"
 )
 
 // checkpointConversationIndex indexes Checkpoints by the Conversation they name, so a
 // Conversation event wakes exactly its Checkpoints.
 const checkpointConversationIndex = "spec.conversationRef.name"
 
-// CheckpointReconciler reconciles a Checkpoint. This version resolves the Conversation and
-// records its session; writing the snapshot itself comes with the history store.
+// SnapshotFinalizer is on every Checkpoint with a stored snapshot: deleting the Checkpoint
+// removes the snapshot unless another Checkpoint of the session shares its digest.
+const SnapshotFinalizer = "parley.dev/snapshot"
+
+// CheckpointReconciler writes a Checkpoint's snapshot once: the conversation at spec.turn (or
+// its latest complete turn) through pkg/conversation's snapshot format into the history's
+// content-addressed checkpoint store, read back and verified before the Checkpoint is Ready.
+// A Checkpoint is owned by its Conversation and does not outlive it: its snapshot lives in the
+// conversation's history, which goes with the Conversation. Fork a conversation to keep it.
 type CheckpointReconciler struct {
 	client.Client
-	Scheme *runtime.Scheme
+	Scheme   *runtime.Scheme
+	Recorder events.EventRecorder
+	Stores   *historystore.Stores
+	Views    *journal.Views
 }
 
 // +kubebuilder:rbac:groups=parley.dev,resources=checkpoints,verbs=get;list;watch;update;patch;delete
 // +kubebuilder:rbac:groups=parley.dev,resources=checkpoints/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=parley.dev,resources=checkpoints/finalizers,verbs=update
 
-// Reconcile resolves the Checkpoint's Conversation and writes the status in one patch.
+// Reconcile writes the snapshot of a new Checkpoint, or removes it when the Checkpoint goes.
 func (r *CheckpointReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ckpt := &parleyv1alpha1.Checkpoint{}
 	if err := r.Get(ctx, req.NamespacedName, ckpt); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !ckpt.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil
-	}
-
 	conv := &parleyv1alpha1.Conversation{}
 	convKey := types.NamespacedName{Namespace: ckpt.Namespace, Name: ckpt.Spec.ConversationRef.Name}
 	err := r.Get(ctx, convKey, conv)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("reading Conversation %s: %w", convKey, err)
 	}
+	found := err == nil && conv.DeletionTimestamp.IsZero()
 
-	st := decideCheckpoint(ckpt, conv, err == nil)
-	if apiequality.Semantic.DeepEqual(ckpt.Status, st) {
-		return ctrl.Result{}, nil
+	if !ckpt.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.finalize(ctx, ckpt, conv, found)
+	}
+	if found {
+		if wrote, err := r.adopt(ctx, ckpt, conv); err != nil || wrote {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+
+	before := ckpt.DeepCopy()
+	ckpt.Status, err = r.decide(ctx, ckpt, conv, found)
+	if perr := patchStatus(ctx, r.Client, before, ckpt, checkpointStatus); perr != nil {
+		if errors.Is(perr, errStatusConflict) {
+			return ctrl.Result{RequeueAfter: conflictRetryDelay}, nil
+		}
+		return ctrl.Result{}, perr
+	}
+	if ckpt.Status.Phase != before.Status.Phase {
+		r.announce(ckpt)
+	}
+	return ctrl.Result{}, err
+}
+
+func checkpointStatus(c *parleyv1alpha1.Checkpoint) any { return c.Status }
+
+// adopt puts the snapshot finalizer and the Conversation's owner reference on the Checkpoint
+// (one metadata patch), so it is garbage-collected with the Conversation.
+func (r *CheckpointReconciler) adopt(ctx context.Context, ckpt *parleyv1alpha1.Checkpoint, conv *parleyv1alpha1.Conversation) (bool, error) {
+	owned := metav1.IsControlledBy(ckpt, conv)
+	if owned && controllerutil.ContainsFinalizer(ckpt, SnapshotFinalizer) {
+		return false, nil
 	}
 	patch := client.MergeFrom(ckpt.DeepCopy())
-	ckpt.Status = st
-	if err := r.Status().Patch(ctx, ckpt, patch); err != nil {
-		return ctrl.Result{}, fmt.Errorf("patching status of Checkpoint %s: %w", req.NamespacedName, err)
+	controllerutil.AddFinalizer(ckpt, SnapshotFinalizer)
+	if !owned && metav1.GetControllerOf(ckpt) == nil {
+		if err := controllerutil.SetControllerReference(conv, ckpt, r.Scheme); err != nil {
+			return false, err
+		}
 	}
-	return ctrl.Result{}, nil
+	if err := r.Patch(ctx, ckpt, patch); err != nil {
+		return false, fmt.Errorf("adopting Checkpoint %s/%s: %w", ckpt.Namespace, ckpt.Name, err)
+	}
+	return true, nil
 }
 
-// decideCheckpoint derives a Checkpoint's status from its Conversation (found or not).
-func decideCheckpoint(ckpt *parleyv1alpha1.Checkpoint, conv *parleyv1alpha1.Conversation, found bool) parleyv1alpha1.CheckpointStatus {
+// decide computes the Checkpoint's status, writing the snapshot when it is due. The returned
+// error, if any, asks for a retry with backoff after the status is written.
+func (r *CheckpointReconciler) decide(ctx context.Context, ckpt *parleyv1alpha1.Checkpoint, conv *parleyv1alpha1.Conversation, found bool) (parleyv1alpha1.CheckpointStatus, error) {
 	st := *ckpt.Status.DeepCopy()
 	st.ObservedGeneration = ckpt.Generation
-	st.Phase = parleyv1alpha1.CheckpointPending
-	cond := metav1.Condition{
-		Type:               parleyv1alpha1.ConditionReady,
-		Status:             metav1.ConditionFalse,
-		ObservedGeneration: ckpt.Generation,
+	set := func(status metav1.ConditionStatus, phase parleyv1alpha1.CheckpointPhase, reason, msg string) {
+		st.Phase = phase
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: parleyv1alpha1.ConditionReady, Status: status,
+			Reason: reason, Message: msg, ObservedGeneration: ckpt.Generation})
 	}
-	if !found {
-		cond.Reason = parleyv1alpha1.ReasonConversationNotFound
-		cond.Message = fmt.Sprintf("Conversation %q not found in namespace %q; the checkpoint waits for it",
-			ckpt.Spec.ConversationRef.Name, ckpt.Namespace)
-	} else {
-		st.SessionID = conv.Status.SessionID
-		cond.Reason = parleyv1alpha1.ReasonNotImplemented
-		cond.Message = "writing snapshots is not implemented by this version yet"
+	hist := meta.FindStatusCondition(conv.Status.Conditions, parleyv1alpha1.ConditionHistoryAvailable)
+	switch {
+	case st.Phase == parleyv1alpha1.CheckpointReady && found && hist != nil && hist.Reason == parleyv1alpha1.ReasonHistoryDeleted:
+		set(metav1.ConditionFalse, parleyv1alpha1.CheckpointFailed, parleyv1alpha1.ReasonHistoryGone,
+			"the conversation's history, and this snapshot with it, was deleted on expiry (expirationPolicy Delete)")
+		return st, nil
+	case st.Phase == parleyv1alpha1.CheckpointReady || st.Phase == parleyv1alpha1.CheckpointFailed:
+		return st, nil // a checkpoint is a fact about the past: written once
+	case !found:
+		set(metav1.ConditionFalse, parleyv1alpha1.CheckpointPending, parleyv1alpha1.ReasonConversationNotFound,
+			fmt.Sprintf("Conversation %q not found in namespace %q; the checkpoint waits for it", ckpt.Spec.ConversationRef.Name, ckpt.Namespace))
+		return st, nil
+	case hist == nil || hist.Status != metav1.ConditionTrue:
+		set(metav1.ConditionFalse, parleyv1alpha1.CheckpointPending, parleyv1alpha1.ReasonWaitingForHistory,
+			"waiting for the conversation's history to be available")
+		return st, nil
 	}
-	meta.SetStatusCondition(&st.Conditions, cond)
-	return st
+	st.SessionID = conv.Status.SessionID
+
+	snap, err := r.writeSnapshot(ctx, ckpt, conv)
+	switch {
+	case errors.Is(err, journal.ErrTurnNotFound):
+		set(metav1.ConditionFalse, parleyv1alpha1.CheckpointPending, parleyv1alpha1.ReasonTurnNotFound, err.Error()+"; the checkpoint waits for it")
+		return st, nil
+	case errors.Is(err, history.ErrTooLarge), errors.Is(err, history.ErrCorrupt), errors.Is(err, conversation.ErrSnapshotCorrupt):
+		metrics.Snapshots.WithLabelValues(string(ckpt.Spec.Reason), "failed").Inc()
+		set(metav1.ConditionFalse, parleyv1alpha1.CheckpointFailed, historystore.Reason(err), err.Error())
+		return st, nil
+	case err != nil:
+		metrics.Snapshots.WithLabelValues(string(ckpt.Spec.Reason), "failed").Inc()
+		set(metav1.ConditionFalse, parleyv1alpha1.CheckpointPending, historystore.Reason(err), historystore.Message(err))
+		return st, err
+	}
+	metrics.Snapshots.WithLabelValues(string(ckpt.Spec.Reason), "written").Inc()
+	metrics.SnapshotBytes.Observe(float64(snap.bytes))
+	st.Turn, st.Sequence, st.Messages, st.Tokens, st.Bytes = snap.turn, snap.sequence, snap.messages, snap.tokens, snap.bytes
+	st.Digest, st.Location, st.AdapterState = string(snap.digest), snap.location, snap.adapter
+	set(metav1.ConditionTrue, parleyv1alpha1.CheckpointReady, parleyv1alpha1.ReasonSnapshotWritten,
+		fmt.Sprintf("snapshot of turn %d (%d messages, %d bytes) stored and verified", snap.turn, snap.messages, snap.bytes))
+	return st, nil
 }
 
-// SetupWithManager sets up the controller with the Manager.
-func (r *CheckpointReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+// writtenSnapshot describes a stored, verified snapshot.
+type writtenSnapshot struct {
+	turn, sequence, messages, tokens, bytes int64
+	digest                                  history.Digest
+	location                                string
+	adapter                                 *parleyv1alpha1.AdapterState
+}
+
+// writeSnapshot cuts the conversation at the Checkpoint's turn, stores the snapshot (content
+// addressed: a retry stores the same bytes once, since createdAt is the Checkpoint's own
+// creation time) and reads it back through the digest check before reporting it.
+func (r *CheckpointReconciler) writeSnapshot(ctx context.Context, ckpt *parleyv1alpha1.Checkpoint, conv *parleyv1alpha1.Conversation) (writtenSnapshot, error) {
+	var out writtenSnapshot
+	h, err := r.Stores.Open(ctx, conv, false)
+	if err != nil {
+		return out, err
+	}
+	key, err := historystore.Key(conv)
+	if err != nil {
+		return out, err
+	}
+	var data []byte
+	err = r.Views.With(ctx, key, conv.Status.SessionID, string(tokenizerOf(conv)), h, func(v *journal.View) error {
+		turn := 0
+		if ckpt.Spec.Turn != nil {
+			turn = int(min(*ckpt.Spec.Turn, math.MaxInt32))
+		}
+		state, cut := v.State, v.Turns
+		if ckpt.Spec.Reason != parleyv1alpha1.CheckpointArchive || turn != 0 {
+			// An Archive checkpoint keeps everything, even a turn still waiting for a tool.
+			if state, cut, err = journal.Cut(&v.State, turn); err != nil {
+				return err
+			}
+		}
+		data, err = conversation.MarshalSnapshot(&state, conversation.SnapshotMetadata{
+			CreatedAt: ckpt.CreationTimestamp.UTC(), Checkpoint: ckpt.Name, Turn: cut,
+		})
+		if err != nil {
+			return err
+		}
+		out.turn, out.messages = int64(cut), int64(len(state.Messages))
+		if n := len(state.Messages); n > 0 {
+			out.sequence = state.Messages[n-1].Seq
+		}
+		out.tokens = int64(v.TokensOf(&state))
+		out.adapter = latestAdapter(state.Adapters)
+		return nil
+	})
+	if err != nil {
+		return out, err
+	}
+	digest, err := h.PutCheckpoint(ctx, data)
+	if err != nil {
+		return out, err
+	}
+	stored, err := h.GetCheckpoint(ctx, digest)
+	if err != nil {
+		return out, err
+	}
+	if _, err := conversation.UnmarshalSnapshot(stored); err != nil {
+		return out, err
+	}
+	out.digest, out.bytes = digest, int64(len(data))
+	out.location = historystore.Location(conv) + "#" + string(digest)
+	return out, nil
+}
+
+func (r *CheckpointReconciler) announce(ckpt *parleyv1alpha1.Checkpoint) {
+	c := meta.FindStatusCondition(ckpt.Status.Conditions, parleyv1alpha1.ConditionReady)
+	if c == nil || r.Recorder == nil {
+		return
+	}
+	switch ckpt.Status.Phase {
+	case parleyv1alpha1.CheckpointReady:
+		r.Recorder.Eventf(ckpt, nil, corev1.EventTypeNormal, parleyv1alpha1.EventSnapshotWritten, "Snapshot", "%s", c.Message)
+	case parleyv1alpha1.CheckpointFailed:
+		r.Recorder.Eventf(ckpt, nil, corev1.EventTypeWarning, parleyv1alpha1.EventSnapshotFailed, "Snapshot", "%s", c.Message)
+	}
+}
+
+// finalize removes a deleted Checkpoint's snapshot unless another live Checkpoint of the same
+// session holds the same digest, then releases the finalizer. When the Conversation is gone
+// its history goes with it, so there is nothing to remove.
+func (r *CheckpointReconciler) finalize(ctx context.Context, ckpt *parleyv1alpha1.Checkpoint, conv *parleyv1alpha1.Conversation, found bool) error {
+	if !controllerutil.ContainsFinalizer(ckpt, SnapshotFinalizer) {
+		return nil
+	}
+	digest := history.Digest(ckpt.Status.Digest)
+	if found && digest != "" && conv.Status.SessionID == ckpt.Status.SessionID {
+		shared, err := r.digestShared(ctx, ckpt)
+		if err != nil {
+			return err
+		}
+		if !shared {
+			if err := r.deleteSnapshot(ctx, conv, digest); err != nil {
+				return err
+			}
+		}
+	}
+	patch := client.MergeFrom(ckpt.DeepCopy())
+	controllerutil.RemoveFinalizer(ckpt, SnapshotFinalizer)
+	if err := r.Patch(ctx, ckpt, patch); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("removing finalizer from Checkpoint %s/%s: %w", ckpt.Namespace, ckpt.Name, err)
+	}
+	return nil
+}
+
+func (r *CheckpointReconciler) digestShared(ctx context.Context, ckpt *parleyv1alpha1.Checkpoint) (bool, error) {
+	list := &parleyv1alpha1.CheckpointList{}
+	if err := r.List(ctx, list, client.InNamespace(ckpt.Namespace),
+		client.MatchingFields{checkpointConversationIndex: ckpt.Spec.ConversationRef.Name}); err != nil {
+		return false, err
+	}
+	for _, other := range list.Items {
+		if other.UID != ckpt.UID && other.DeletionTimestamp.IsZero() &&
+			other.Status.Digest == ckpt.Status.Digest && other.Status.SessionID == ckpt.Status.SessionID {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// deleteSnapshot removes one stored checkpoint, keeping every epoch and other checkpoint.
+func (r *CheckpointReconciler) deleteSnapshot(ctx context.Context, conv *parleyv1alpha1.Conversation, digest history.Digest) error {
+	h, err := r.Stores.Open(ctx, conv, false)
+	if errors.Is(err, history.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return h.Retain(ctx, history.Retention{
+		KeepEpochs:     math.MaxInt32,
+		KeepCheckpoint: func(d history.Digest) bool { return d != digest },
+	})
+}
+
+// SetupIndexes registers the field indexes both controllers use. Call it once per manager,
+// before setting up the controllers.
+func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &parleyv1alpha1.Checkpoint{}, checkpointConversationIndex,
 		func(o client.Object) []string {
 			return []string{o.(*parleyv1alpha1.Checkpoint).Spec.ConversationRef.Name}
 		}); err != nil {
 		return fmt.Errorf("indexing checkpoints by conversation: %w", err)
+	}
+	return nil
+}
+
+// SetupWithManager sets up the controller with the Manager. Call SetupIndexes first.
+func (r *CheckpointReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Views == nil {
+		r.Views = &journal.Views{}
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&parleyv1alpha1.Checkpoint{}).

@@ -2,48 +2,57 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"time"
 
 	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+	"github.com/parley-dev/parley/internal/historystore"
+	"github.com/parley-dev/parley/internal/journal"
 	"github.com/parley-dev/parley/internal/metrics"
 )
 
-// conflictRetryDelay is how soon a reconcile that lost an optimistic-lock race runs again.
-const conflictRetryDelay = 200 * time.Millisecond
-
-// ConversationReconciler reconciles a Conversation: it assigns the session id, tracks the
-// lifetime, expires the session exactly when it is due (a timer per object, no periodic scan)
-// and deletes it after lifetime.deleteAfter.
+// ConversationReconciler reconciles a Conversation in phases over a scope read once: the
+// session id, the expiry, the history (open, initialise, summarise, or the expiration policy),
+// the checkpoint policy, and a summary of the conditions; then it writes status in one patch,
+// emits the events of what changed, and requeues at the next due instant (no periodic scan).
 type ConversationReconciler struct {
 	client.Client
-	Scheme   *runtime.Scheme
-	Recorder events.EventRecorder
+	// APIReader reads objects the manager does not cache (system prompt and seed ConfigMaps).
+	APIReader client.Reader
+	Scheme    *runtime.Scheme
+	Recorder  events.EventRecorder
+	// Stores opens histories; Views keeps their folded state between reconciles.
+	Stores *historystore.Stores
+	Views  *journal.Views
 	// Clock is the source of "now"; tests inject a fake one.
 	Clock clock.PassiveClock
 	// NewSessionID mints session ids; uuid v4 unless a test pins it.
 	NewSessionID func() string
+	// MaxConcurrentReconciles bounds parallel reconciles (1 when zero).
+	MaxConcurrentReconciles int
 }
 
 // +kubebuilder:rbac:groups=parley.dev,resources=conversations,verbs=get;list;watch;update;patch;delete
 // +kubebuilder:rbac:groups=parley.dev,resources=conversations/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=parley.dev,resources=conversations/finalizers,verbs=update
+// +kubebuilder:rbac:groups=parley.dev,resources=checkpoints,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile reads the Conversation, decides its status with decideConversation, writes the
-// status in one patch when it changed, and requeues at the next due time.
+// Reconcile runs the phases and writes what they decided.
 func (r *ConversationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := logf.FromContext(ctx)
 
@@ -52,49 +61,70 @@ func (r *ConversationReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !conv.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil
+		return r.finalize(ctx, conv)
+	}
+	if wrote, err := r.ensureFinalizer(ctx, conv); err != nil || wrote {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 
-	now := r.Clock.Now()
-	d := decideConversation(conv, now, r.newSessionID)
+	s := newConversationScope(conv, r.Clock.Now())
+	minted := decideSession(s, r.newSessionID)
+	exp := decideExpiry(s)
+	if !minted {
+		// The history is keyed by the session id: it is created only once that id is in
+		// status, so a lost status write can never leave a history under an unrecorded id.
+		r.reconcileHistory(ctx, s)
+		r.reconcileCheckpoints(ctx, s)
+	}
+	summarizeConditions(s)
 
-	if !apiequality.Semantic.DeepEqual(conv.Status, d.status) {
-		// The optimistic lock makes a reconcile that read a stale object (before our previous
-		// patch reached the cache) fail instead of minting a second session id.
-		patch := client.MergeFromWithOptions(conv.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		conv.Status = d.status
-		if err := r.Status().Patch(ctx, conv, patch); err != nil {
-			if apierrors.IsConflict(err) {
-				// Someone wrote the object since we read it; decide again from the fresh copy.
-				return ctrl.Result{RequeueAfter: conflictRetryDelay}, nil
-			}
-			return ctrl.Result{}, fmt.Errorf("patching status of Conversation %s: %w", req.NamespacedName, err)
+	before := conv.DeepCopy()
+	conv.Status = s.status
+	if err := patchStatus(ctx, r.Client, before, conv, conversationStatus); err != nil {
+		if errors.Is(err, errStatusConflict) {
+			return ctrl.Result{RequeueAfter: conflictRetryDelay}, nil
 		}
+		return ctrl.Result{}, err
 	}
 
-	if d.minted {
-		log.Info("session started", "sessionID", d.status.SessionID)
-		r.Recorder.Eventf(conv, nil, corev1.EventTypeNormal, parleyv1alpha1.EventSessionStarted, "Start",
-			"session %s started; expires at %s", d.status.SessionID, d.status.ExpiresAt.UTC().Format("2006-01-02T15:04:05Z"))
+	if minted {
+		log.Info("session started", "sessionID", s.status.SessionID)
+		s.event(parleyv1alpha1.EventSessionStarted, "Start", "session %s started; expires at %s",
+			s.status.SessionID, s.status.ExpiresAt.UTC().Format("2006-01-02T15:04:05Z"))
 	}
-	if d.expiredNow {
-		log.Info("session expired", "sessionID", d.status.SessionID, "expiresAt", d.status.ExpiresAt)
-		if cond := meta.FindStatusCondition(d.status.Conditions, parleyv1alpha1.ConditionExpired); cond != nil {
-			metrics.Expirations.WithLabelValues(cond.Reason).Inc()
-		}
-		r.Recorder.Eventf(conv, nil, corev1.EventTypeNormal, parleyv1alpha1.EventExpired, "Expire",
-			"session %s expired", d.status.SessionID)
+	if exp.expiredNow {
+		log.Info("session expired", "sessionID", s.status.SessionID, "expiresAt", s.status.ExpiresAt)
+		metrics.Expirations.WithLabelValues(s.expiry.Reason).Inc()
+		metrics.ObserveExpiryLateness(s.now.Sub(s.expiry.At))
+		s.event(parleyv1alpha1.EventExpired, "Expire", "session %s expired", s.status.SessionID)
 	}
-	if d.deleteNow {
+	r.emit(conv, s.events)
+
+	if s.retryErr != nil {
+		return ctrl.Result{}, s.retryErr
+	}
+	if exp.deleteNow && decideHistoryAction(s) != historyArchive {
 		if err := r.Delete(ctx, conv, client.Preconditions{UID: &conv.UID}); client.IgnoreNotFound(err) != nil {
 			return ctrl.Result{}, fmt.Errorf("deleting expired Conversation %s: %w", req.NamespacedName, err)
 		}
-		log.Info("deleted expired conversation", "sessionID", d.status.SessionID)
+		log.Info("deleted expired conversation", "sessionID", s.status.SessionID)
 		r.Recorder.Eventf(conv, nil, corev1.EventTypeNormal, parleyv1alpha1.EventDeleted, "Delete",
 			"deleted %s after lifetime.deleteAfter", conv.Spec.Lifetime.DeleteAfter.Duration)
 		return ctrl.Result{}, nil
 	}
-	return ctrl.Result{RequeueAfter: d.requeueAfter}, nil
+	return ctrl.Result{RequeueAfter: s.requeue}, nil
+}
+
+func conversationStatus(c *parleyv1alpha1.Conversation) any { return c.Status }
+
+func (r *ConversationReconciler) emit(obj runtime.Object, evs []pendingEvent) {
+	for _, e := range evs {
+		typ := corev1.EventTypeNormal
+		if e.warning {
+			typ = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(obj, nil, typ, e.reason, e.action, "%s", e.message)
+	}
 }
 
 func (r *ConversationReconciler) newSessionID() string {
@@ -104,13 +134,27 @@ func (r *ConversationReconciler) newSessionID() string {
 	return uuid.NewString()
 }
 
-// SetupWithManager sets up the controller with the Manager.
+// SetupWithManager sets up the controller with the Manager. Call SetupIndexes first.
 func (r *ConversationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	if r.Views == nil {
+		r.Views = &journal.Views{}
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&parleyv1alpha1.Conversation{}).
+		// A Checkpoint becoming Ready moves latestCheckpoint and unblocks an Archive expiry.
+		Watches(&parleyv1alpha1.Checkpoint{}, handler.EnqueueRequestsFromMapFunc(conversationOfCheckpoint)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
 		Named("conversation").
 		Complete(r)
+}
+
+func conversationOfCheckpoint(_ context.Context, o client.Object) []reconcile.Request {
+	c := o.(*parleyv1alpha1.Checkpoint)
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: c.Namespace, Name: c.Spec.ConversationRef.Name}}}
 }

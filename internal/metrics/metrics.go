@@ -67,5 +67,50 @@ func (c *ConversationCollector) Collect(ch chan<- prometheus.Metric) {
 
 // Register adds Parley's metrics to controller-runtime's registry, served on /metrics.
 func Register(reader client.Reader) {
-	ctrlmetrics.Registry.MustRegister(Expirations, &ConversationCollector{Reader: reader})
+	ctrlmetrics.Registry.MustRegister(Expirations, HistoriesCreated, StoreErrors, CheckpointsCreated, Snapshots,
+		SnapshotBytes, ExpiryLateness, &ConversationCollector{Reader: reader})
+}
+
+// HistoriesCreated counts histories created and initialised, by backend (configmap, s3).
+var HistoriesCreated = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "parley_histories_created_total",
+	Help: "Conversation histories created and initialised (system prompt, seed or fork), by backend.",
+}, []string{"backend"})
+
+// StoreErrors counts failures to open, initialise or read a history, by backend and reason
+// (the HistoryAvailable condition reason).
+var StoreErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "parley_history_store_errors_total",
+	Help: "Failures to reach, initialise or read a conversation history, by backend and reason.",
+}, []string{"backend", "reason"})
+
+// CheckpointsCreated counts Checkpoints the controller created, by reason (Scheduled, Archive).
+var CheckpointsCreated = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "parley_checkpoints_created_total",
+	Help: "Checkpoints created by the controller, by reason.",
+}, []string{"reason"})
+
+// Snapshots counts snapshot writes by checkpoint reason and result (written, failed).
+var Snapshots = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "parley_checkpoint_snapshots_total",
+	Help: "Checkpoint snapshots written or failed, by checkpoint reason and result.",
+}, []string{"reason", "result"})
+
+// SnapshotBytes is the size of written snapshots.
+var SnapshotBytes = prometheus.NewHistogram(prometheus.HistogramOpts{
+	Name:    "parley_checkpoint_snapshot_bytes",
+	Help:    "Size of written checkpoint snapshots in bytes.",
+	Buckets: prometheus.ExponentialBuckets(1024, 4, 10),
+})
+
+// ExpiryLateness is how long after its expiresAt a session was marked Expired.
+var ExpiryLateness = prometheus.NewHistogram(prometheus.HistogramOpts{
+	Name:    "parley_expiry_lateness_seconds",
+	Help:    "Delay between a session's expiresAt and the reconcile that expired it.",
+	Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
+})
+
+// ObserveExpiryLateness records one expiry's lateness (never negative).
+func ObserveExpiryLateness(d time.Duration) {
+	ExpiryLateness.Observe(max(d, 0).Seconds())
 }

@@ -39,6 +39,10 @@ type ClaudeAgentSDKState struct {
 	// IsComplete is true when the SDK's last query finished (a result message was seen).
 	// A complete session is still resumable: resuming continues it.
 	IsComplete bool `json:"isComplete,omitzero"`
+	// ForkedFrom is the SDK session this state was copied from when the conversation was forked
+	// from a checkpoint: resume it with the SDK's forkSession option, so the new conversation
+	// gets its own SDK session instead of writing into the source's.
+	ForkedFrom string `json:"forkedFrom,omitzero"`
 }
 
 // Type implements AdapterState.

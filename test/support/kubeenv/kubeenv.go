@@ -23,7 +23,7 @@ const envConfig = "PARLEY_HISTORY_KUBECONFIG"
 // Start starts the control plane. The binaries come from KUBEBUILDER_ASSETS
 // (set by `make test`) or from bin/k8s/envtest of the repository.
 func Start() (*rest.Config, func(), error) {
-	dir, err := assetsDir()
+	dir, err := AssetsDir()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -36,7 +36,9 @@ func Start() (*rest.Config, func(), error) {
 	return cfg, func() { _ = env.Stop() }, nil
 }
 
-func assetsDir() (string, error) {
+// AssetsDir is the folder holding etcd and kube-apiserver: KUBEBUILDER_ASSETS, or bin/k8s/envtest
+// of the repository; its error says what to run when neither has them.
+func AssetsDir() (string, error) {
 	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
 		if _, err := os.Stat(filepath.Join(dir, "kube-apiserver")); err != nil {
 			return "", fmt.Errorf("KUBEBUILDER_ASSETS=%s holds no kube-apiserver; run `make test`, which builds bin/k8s/envtest and points KUBEBUILDER_ASSETS at it", dir)

@@ -1,4 +1,4 @@
-package controller
+package envtest
 
 import (
 	"fmt"
@@ -35,11 +35,11 @@ func createFromYAML(doc string) (*unstructured.Unstructured, error) {
 }
 
 // conversation wraps a spec fragment (indented YAML under spec:) into a Conversation.
-func conversation(spec string) string {
+func conversationYAML(spec string) string {
 	return "apiVersion: parley.dev/v1alpha1\nkind: Conversation\nspec:\n" + indent(spec)
 }
 
-func checkpoint(spec string) string {
+func checkpointYAML(spec string) string {
 	return "apiVersion: parley.dev/v1alpha1\nkind: Checkpoint\nspec:\n" + indent(spec)
 }
 
@@ -66,46 +66,46 @@ var _ = Describe("Admission of Conversations and Checkpoints by the real apiserv
 			Expect(err.Error()).To(ContainSubstring(wantMessage))
 		},
 		Entry("a Conversation without history",
-			conversation("lifetime:\n  ttl: 1h"), "spec.history: Required value"),
+			conversationYAML("lifetime:\n  ttl: 1h"), "spec.history: Required value"),
 		Entry("two history backends",
-			conversation(`history:
+			conversationYAML(`history:
   configMap: {}
   objectStore:
     endpoint: s3.example.com
     bucket: parley
     credentialsSecretRef: {name: s3}`), "history needs exactly one backend: configMap or objectStore"),
 		Entry("no history backend at all",
-			conversation("history: {}"), "history needs exactly one backend: configMap or objectStore"),
+			conversationYAML("history: {}"), "history needs exactly one backend: configMap or objectStore"),
 		Entry("a sessionID that is not a UUID",
-			conversation(cmHistory+"sessionID: not-a-uuid"), "sessionID must be a UUID"),
+			conversationYAML(cmHistory+"sessionID: not-a-uuid"), "sessionID must be a UUID"),
 		Entry("a zero ttl",
-			conversation(cmHistory+"lifetime:\n  ttl: 0s"), "lifetime.ttl must be positive"),
+			conversationYAML(cmHistory+"lifetime:\n  ttl: 0s"), "lifetime.ttl must be positive"),
 		Entry("a negative ttl",
-			conversation(cmHistory+"lifetime:\n  ttl: -5m"), "lifetime.ttl must be positive"),
+			conversationYAML(cmHistory+"lifetime:\n  ttl: -5m"), "lifetime.ttl must be positive"),
 		Entry("a ttl that is not a duration",
-			conversation(cmHistory+"lifetime:\n  ttl: banana"), "spec.lifetime.ttl in body should match"),
+			conversationYAML(cmHistory+"lifetime:\n  ttl: banana"), "spec.lifetime.ttl in body should match"),
 		Entry("a zero idle timeout",
-			conversation(cmHistory+"lifetime:\n  idleTimeout: 0s"), "lifetime.idleTimeout must be positive"),
+			conversationYAML(cmHistory+"lifetime:\n  idleTimeout: 0s"), "lifetime.idleTimeout must be positive"),
 		Entry("a negative deleteAfter",
-			conversation(cmHistory+"lifetime:\n  deleteAfter: -1h"), "lifetime.deleteAfter must not be negative"),
+			conversationYAML(cmHistory+"lifetime:\n  deleteAfter: -1h"), "lifetime.deleteAfter must not be negative"),
 		Entry("an unknown expiration policy",
-			conversation(cmHistory+"lifetime:\n  expirationPolicy: Shred"), `Unsupported value: "Shred"`),
+			conversationYAML(cmHistory+"lifetime:\n  expirationPolicy: Shred"), `Unsupported value: "Shred"`),
 		Entry("compactAtPercent 0",
-			conversation(cmHistory+"context:\n  compactAtPercent: 0"), "spec.context.compactAtPercent: Invalid value: 0: spec.context.compactAtPercent in body should be greater than or equal to 1"),
+			conversationYAML(cmHistory+"context:\n  compactAtPercent: 0"), "spec.context.compactAtPercent: Invalid value: 0: spec.context.compactAtPercent in body should be greater than or equal to 1"),
 		Entry("compactAtPercent above 100",
-			conversation(cmHistory+"context:\n  compactAtPercent: 101"), "should be less than or equal to 100"),
+			conversationYAML(cmHistory+"context:\n  compactAtPercent: 101"), "should be less than or equal to 100"),
 		Entry("keepRecentMessages 0",
-			conversation(cmHistory+"context:\n  keepRecentMessages: 0"), "spec.context.keepRecentMessages in body should be greater than or equal to 1"),
+			conversationYAML(cmHistory+"context:\n  keepRecentMessages: 0"), "spec.context.keepRecentMessages in body should be greater than or equal to 1"),
 		Entry("maxTokens 0",
-			conversation(cmHistory+"context:\n  maxTokens: 0"), "spec.context.maxTokens in body should be greater than or equal to 1"),
+			conversationYAML(cmHistory+"context:\n  maxTokens: 0"), "spec.context.maxTokens in body should be greater than or equal to 1"),
 		Entry("an unknown compaction strategy",
-			conversation(cmHistory+"context:\n  strategy: Magic"), `Unsupported value: "Magic"`),
+			conversationYAML(cmHistory+"context:\n  strategy: Magic"), `Unsupported value: "Magic"`),
 		Entry("an unknown tokenizer",
-			conversation(cmHistory+"context:\n  tokenizer: gpt2"), `Unsupported value: "gpt2"`),
+			conversationYAML(cmHistory+"context:\n  tokenizer: gpt2"), `Unsupported value: "gpt2"`),
 		Entry("Summarize without a summarizer",
-			conversation(cmHistory+"context:\n  strategy: Summarize"), "context.strategy Summarize needs context.summarizer"),
+			conversationYAML(cmHistory+"context:\n  strategy: Summarize"), "context.strategy Summarize needs context.summarizer"),
 		Entry("a summarizer endpoint that is not http(s)",
-			conversation(cmHistory+`context:
+			conversationYAML(cmHistory+`context:
   strategy: Summarize
   summarizer:
     provider: openai
@@ -113,79 +113,79 @@ var _ = Describe("Admission of Conversations and Checkpoints by the real apiserv
     model: gpt-4o-mini
     credentialsSecretRef: {name: key}`), "summarizer.endpoint must be an http(s) URL"),
 		Entry("an objectStore without credentials",
-			conversation(`history:
+			conversationYAML(`history:
   objectStore:
     endpoint: s3.example.com
     bucket: parley`), "spec.history.objectStore.credentialsSecretRef: Required value"),
 		Entry("an objectStore whose credentials Secret has no name",
-			conversation(`history:
+			conversationYAML(`history:
   objectStore:
     endpoint: s3.example.com
     bucket: parley
     credentialsSecretRef: {}`), "spec.history.objectStore.credentialsSecretRef.name: Required value"),
 		Entry("a system prompt reference without a key",
-			conversation(cmHistory+"systemPrompt:\n  configMapKeyRef: {name: prompts}"), "spec.systemPrompt.configMapKeyRef.key: Required value"),
+			conversationYAML(cmHistory+"systemPrompt:\n  configMapKeyRef: {name: prompts}"), "spec.systemPrompt.configMapKeyRef.key: Required value"),
 		Entry("credentials written into the endpoint",
-			conversation(`history:
+			conversationYAML(`history:
   objectStore:
     endpoint: https://AKIA:secret@s3.example.com
     bucket: parley
     credentialsSecretRef: {name: s3}`), "objectStore.endpoint must not carry credentials"),
 		Entry("an objectStore without a bucket",
-			conversation(`history:
+			conversationYAML(`history:
   objectStore:
     endpoint: s3.example.com
     credentialsSecretRef: {name: s3}`), "spec.history.objectStore.bucket: Required value"),
 		Entry("a bucket name S3 would refuse",
-			conversation(`history:
+			conversationYAML(`history:
   objectStore:
     endpoint: s3.example.com
     bucket: My_Bucket
     credentialsSecretRef: {name: s3}`), "spec.history.objectStore.bucket in body should match"),
 		Entry("a zero configMap maxBytes",
-			conversation("history:\n  configMap:\n    maxBytes: \"0\""), "maxBytes must be positive"),
+			conversationYAML("history:\n  configMap:\n    maxBytes: \"0\""), "maxBytes must be positive"),
 		Entry("a configMap maxBytes past what etcd should hold",
-			conversation("history:\n  configMap:\n    maxBytes: 1Gi"), "maxBytes must be at most 64Mi; use objectStore for larger histories"),
+			conversationYAML("history:\n  configMap:\n    maxBytes: 1Gi"), "maxBytes must be at most 64Mi; use objectStore for larger histories"),
 		Entry("a system prompt given twice",
-			conversation(cmHistory+`systemPrompt:
+			conversationYAML(cmHistory+`systemPrompt:
   text: hello
   configMapKeyRef: {name: prompts, key: support}`), "systemPrompt needs exactly one of text or configMapKeyRef"),
 		Entry("a negative maxRestarts",
-			conversation(withAgent("maxRestarts: -1")), "spec.agent.maxRestarts in body should be greater than or equal to 0"),
+			conversationYAML(withAgent("maxRestarts: -1")), "spec.agent.maxRestarts in body should be greater than or equal to 0"),
 		Entry("a backoff whose initial delay exceeds its maximum",
-			conversation(withAgent("backoff: {initial: 10m, max: 1m}")), "backoff.initial must not exceed backoff.max"),
+			conversationYAML(withAgent("backoff: {initial: 10m, max: 1m}")), "backoff.initial must not exceed backoff.max"),
 		Entry("a zero initial backoff",
-			conversation(withAgent("backoff: {initial: 0s, max: 1m}")), "backoff.initial must be positive"),
+			conversationYAML(withAgent("backoff: {initial: 0s, max: 1m}")), "backoff.initial must be positive"),
 		Entry("a negative initial backoff",
-			conversation(withAgent("backoff: {initial: -10s}")), "backoff.initial must be positive"),
+			conversationYAML(withAgent("backoff: {initial: -10s}")), "backoff.initial must be positive"),
 		// Any max ≤ 0 is also below initial (defaulted to 10s when absent), so
 		// the apiserver reports both rules; the message names this one.
 		Entry("a zero maximum backoff",
-			conversation(withAgent("backoff: {max: 0s}")), "backoff.max must be positive"),
+			conversationYAML(withAgent("backoff: {max: 0s}")), "backoff.max must be positive"),
 		Entry("a negative maximum backoff",
-			conversation(withAgent("backoff: {initial: 1s, max: -1m}")), "backoff.max must be positive"),
+			conversationYAML(withAgent("backoff: {initial: 1s, max: -1m}")), "backoff.max must be positive"),
 		Entry("an unknown adapter",
-			conversation(withAgent("adapter: langchain-classic")), `Unsupported value: "langchain-classic"`),
+			conversationYAML(withAgent("adapter: langchain-classic")), `Unsupported value: "langchain-classic"`),
 		Entry("an agent pod template without containers",
-			conversation(cmHistory+"agent:\n  template:\n    spec: {}"), "spec.agent.template.spec.containers: Required value"),
+			conversationYAML(cmHistory+"agent:\n  template:\n    spec: {}"), "spec.agent.template.spec.containers: Required value"),
 		Entry("a relative resume mount path",
-			conversation(withAgent("resumeMountPath: var/run/parley")), "spec.agent.resumeMountPath in body should match"),
+			conversationYAML(withAgent("resumeMountPath: var/run/parley")), "spec.agent.resumeMountPath in body should match"),
 		Entry("a checkpoint interval of zero",
-			conversation(cmHistory+"checkpoints:\n  interval: 0s"), "checkpoints.interval must be positive"),
+			conversationYAML(cmHistory+"checkpoints:\n  interval: 0s"), "checkpoints.interval must be positive"),
 		Entry("keeping zero checkpoints",
-			conversation(cmHistory+"checkpoints:\n  keep: 0"), "spec.checkpoints.keep in body should be greater than or equal to 1"),
+			conversationYAML(cmHistory+"checkpoints:\n  keep: 0"), "spec.checkpoints.keep in body should be greater than or equal to 1"),
 		Entry("a forkFrom without a checkpoint name",
-			conversation(cmHistory+"forkFrom: {}"), "spec.forkFrom.checkpoint: Required value"),
+			conversationYAML(cmHistory+"forkFrom: {}"), "spec.forkFrom.checkpoint: Required value"),
 		Entry("a Checkpoint without a conversation",
-			checkpoint("reason: Manual"), "spec.conversationRef: Required value"),
+			checkpointYAML("reason: Manual"), "spec.conversationRef: Required value"),
 		Entry("a Checkpoint with an unknown reason",
-			checkpoint("conversationRef: {name: c}\nreason: Whim"), `Unsupported value: "Whim"`),
+			checkpointYAML("conversationRef: {name: c}\nreason: Whim"), `Unsupported value: "Whim"`),
 		Entry("a Checkpoint of a negative turn",
-			checkpoint("conversationRef: {name: c}\nturn: -1"), "spec.turn in body should be greater than or equal to 0"),
+			checkpointYAML("conversationRef: {name: c}\nturn: -1"), "spec.turn in body should be greater than or equal to 0"),
 	)
 
 	It("admits a minimal Conversation and applies every default", func() {
-		obj, err := createFromYAML(conversation(cmHistory))
+		obj, err := createFromYAML(conversationYAML(cmHistory))
 		Expect(err).NotTo(HaveOccurred())
 		spec := obj.Object["spec"].(map[string]any)
 		Expect(spec).To(HaveKeyWithValue("lifetime", map[string]any{"ttl": "24h", "expirationPolicy": "Retain"}))
@@ -197,7 +197,7 @@ var _ = Describe("Admission of Conversations and Checkpoints by the real apiserv
 	})
 
 	It("admits an agent and defaults its restart policy, backoff, mount path and adapter", func() {
-		obj, err := createFromYAML(conversation(cmHistory + `agent:
+		obj, err := createFromYAML(conversationYAML(cmHistory + `agent:
   template:
     spec:
       containers: [{name: agent, image: agent:1}]`))
@@ -210,13 +210,13 @@ var _ = Describe("Admission of Conversations and Checkpoints by the real apiserv
 	})
 
 	It("admits a Checkpoint and defaults its reason to Manual", func() {
-		obj, err := createFromYAML(checkpoint("conversationRef: {name: somewhere}"))
+		obj, err := createFromYAML(checkpointYAML("conversationRef: {name: somewhere}"))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(obj.Object["spec"]).To(HaveKeyWithValue("reason", "Manual"))
 	})
 
 	It("admits a fork and a pinned session id at creation", func() {
-		_, err := createFromYAML(conversation(cmHistory + `sessionID: 0B7E1A3C-5F2D-4C8E-9A41-6D2F0E8B7C15
+		_, err := createFromYAML(conversationYAML(cmHistory + `sessionID: 0B7E1A3C-5F2D-4C8E-9A41-6D2F0E8B7C15
 forkFrom: {checkpoint: before-refactor}`))
 		Expect(err).NotTo(HaveOccurred())
 	})
@@ -235,35 +235,35 @@ forkFrom: {checkpoint: before-refactor}`))
 		}
 
 		It("refuses to change a pinned sessionID", func() {
-			obj, err := createFromYAML(conversation(cmHistory + "sessionID: 6f1c2b8e-3d4a-4e5f-9a7b-1c2d3e4f5a6b"))
+			obj, err := createFromYAML(conversationYAML(cmHistory + "sessionID: 6f1c2b8e-3d4a-4e5f-9a7b-1c2d3e4f5a6b"))
 			Expect(err).NotTo(HaveOccurred())
 			err = update(obj, func(s map[string]any) { s["sessionID"] = "7f1c2b8e-3d4a-4e5f-9a7b-1c2d3e4f5a6b" })
 			Expect(err).To(MatchError(ContainSubstring("spec.sessionID is immutable once set")))
 		})
 
 		It("refuses to remove a pinned sessionID", func() {
-			obj, err := createFromYAML(conversation(cmHistory + "sessionID: 6f1c2b8e-3d4a-4e5f-9a7b-1c2d3e4f5a6b"))
+			obj, err := createFromYAML(conversationYAML(cmHistory + "sessionID: 6f1c2b8e-3d4a-4e5f-9a7b-1c2d3e4f5a6b"))
 			Expect(err).NotTo(HaveOccurred())
 			err = update(obj, func(s map[string]any) { delete(s, "sessionID") })
 			Expect(err).To(MatchError(ContainSubstring("spec.sessionID is immutable once set")))
 		})
 
 		It("refuses a forkFrom added after creation", func() {
-			obj, err := createFromYAML(conversation(cmHistory))
+			obj, err := createFromYAML(conversationYAML(cmHistory))
 			Expect(err).NotTo(HaveOccurred())
 			err = update(obj, func(s map[string]any) { s["forkFrom"] = map[string]any{"checkpoint": "x"} })
 			Expect(err).To(MatchError(ContainSubstring("spec.forkFrom can only be set when the Conversation is created")))
 		})
 
 		It("refuses to point forkFrom at another checkpoint", func() {
-			obj, err := createFromYAML(conversation(cmHistory + "forkFrom: {checkpoint: a}"))
+			obj, err := createFromYAML(conversationYAML(cmHistory + "forkFrom: {checkpoint: a}"))
 			Expect(err).NotTo(HaveOccurred())
 			err = update(obj, func(s map[string]any) { s["forkFrom"] = map[string]any{"checkpoint": "b"} })
 			Expect(err).To(MatchError(ContainSubstring("spec.forkFrom can only be set when the Conversation is created")))
 		})
 
 		It("refuses to switch the history backend", func() {
-			obj, err := createFromYAML(conversation(cmHistory))
+			obj, err := createFromYAML(conversationYAML(cmHistory))
 			Expect(err).NotTo(HaveOccurred())
 			err = update(obj, func(s map[string]any) {
 				s["history"] = map[string]any{"objectStore": map[string]any{
@@ -274,7 +274,7 @@ forkFrom: {checkpoint: before-refactor}`))
 		})
 
 		It("refuses to move an objectStore history to another bucket", func() {
-			obj, err := createFromYAML(conversation(`history:
+			obj, err := createFromYAML(conversationYAML(`history:
   objectStore:
     endpoint: s3.example.com
     bucket: parley
@@ -294,7 +294,7 @@ forkFrom: {checkpoint: before-refactor}`))
 		})
 
 		It("allows raising the ttl and the configMap budget", func() {
-			obj, err := createFromYAML(conversation(cmHistory))
+			obj, err := createFromYAML(conversationYAML(cmHistory))
 			Expect(err).NotTo(HaveOccurred())
 			Expect(update(obj, func(s map[string]any) {
 				s["lifetime"].(map[string]any)["ttl"] = "48h"
@@ -303,7 +303,7 @@ forkFrom: {checkpoint: before-refactor}`))
 		})
 
 		It("refuses any edit of a Checkpoint spec", func() {
-			obj, err := createFromYAML(checkpoint("conversationRef: {name: c}"))
+			obj, err := createFromYAML(checkpointYAML("conversationRef: {name: c}"))
 			Expect(err).NotTo(HaveOccurred())
 			err = update(obj, func(s map[string]any) { s["reason"] = "Crash" })
 			Expect(err).To(MatchError(ContainSubstring("Checkpoint spec is immutable; create a new Checkpoint instead")))
@@ -330,7 +330,7 @@ func TestEveryCELRuleHasASpec(t *testing.T) {
 		}
 		return true
 	})
-	crds, err := filepath.Glob(filepath.Join("..", "..", "config", "crd", "bases", "*.yaml"))
+	crds, err := filepath.Glob(filepath.Join(repoRoot, "config", "crd", "bases", "*.yaml"))
 	if err != nil || len(crds) == 0 {
 		t.Fatalf("no CRDs found: %v", err)
 	}

@@ -1,4 +1,4 @@
-package controller
+package envtest
 
 import (
 	"os"
@@ -10,15 +10,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
 
-func clientKey(obj client.Object) client.ObjectKey { return client.ObjectKeyFromObject(obj) }
 
 var _ = Describe("config/samples", func() {
 	It("are all admitted by the apiserver", func() {
-		dir := filepath.Join("..", "..", "config", "samples")
+		dir := filepath.Join(repoRoot, "config", "samples")
 		entries, err := os.ReadDir(dir)
 		Expect(err).NotTo(HaveOccurred())
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "samples"}}

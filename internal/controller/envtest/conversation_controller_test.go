@@ -1,4 +1,4 @@
-package controller
+package envtest
 
 import (
 	"time"
@@ -41,6 +41,7 @@ var _ = Describe("Conversation controller on a real apiserver", func() {
 			fetch(conv)(g)
 			g.Expect(conv.Status.SessionID).NotTo(BeEmpty())
 			g.Expect(conv.Status.ObservedGeneration).To(Equal(conv.Generation))
+			g.Expect(meta.IsStatusConditionTrue(conv.Status.Conditions, parleyv1alpha1.ConditionHistoryAvailable)).To(BeTrue())
 		}).Should(Succeed())
 
 		id, err := uuid.Parse(conv.Status.SessionID)
@@ -51,7 +52,8 @@ var _ = Describe("Conversation controller on a real apiserver", func() {
 		Expect(meta.IsStatusConditionTrue(conv.Status.Conditions, parleyv1alpha1.ConditionReady)).To(BeTrue())
 		hist := meta.FindStatusCondition(conv.Status.Conditions, parleyv1alpha1.ConditionHistoryAvailable)
 		Expect(hist).NotTo(BeNil())
-		Expect(hist.Reason).To(Equal(parleyv1alpha1.ReasonNotImplemented))
+		Expect(hist.Reason).To(Equal(parleyv1alpha1.ReasonHistoryReady))
+		Expect(conv.Status.History.Location).To(Equal("configmap://default/" + conv.Name + "-" + conv.Status.SessionID + "-history"))
 
 		By("keeping the same session id on later reconciles")
 		minted := conv.Status.SessionID
@@ -161,7 +163,7 @@ var _ = Describe("Conversation controller on a real apiserver", func() {
 })
 
 var _ = Describe("Checkpoint controller on a real apiserver", func() {
-	It("waits for its Conversation, then records the session", func() {
+	It("waits for its Conversation, then writes its snapshot", func() {
 		name := "later-" + uuid.NewString()[:8]
 		ckpt := &parleyv1alpha1.Checkpoint{
 			ObjectMeta: metav1.ObjectMeta{GenerateName: "ckpt-", Namespace: "default"},
@@ -184,8 +186,9 @@ var _ = Describe("Checkpoint controller on a real apiserver", func() {
 			fetch(ckpt)(g)
 			g.Expect(conv.Status.SessionID).NotTo(BeEmpty())
 			g.Expect(ckpt.Status.SessionID).To(Equal(conv.Status.SessionID))
+			g.Expect(ckpt.Status.Phase).To(Equal(parleyv1alpha1.CheckpointReady))
 			cond := meta.FindStatusCondition(ckpt.Status.Conditions, parleyv1alpha1.ConditionReady)
-			g.Expect(cond.Reason).To(Equal(parleyv1alpha1.ReasonNotImplemented))
+			g.Expect(cond.Reason).To(Equal(parleyv1alpha1.ReasonSnapshotWritten))
 		}).Should(Succeed())
 	})
 })

@@ -1,0 +1,48 @@
+package controller
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+)
+
+// summarizeConditions derives AgentRunning (until agent pods are managed), Ready and the phase
+// from the conditions the phases set, once per reconcile, and stamps observedGeneration.
+func summarizeConditions(s *conversationScope) {
+	if s.conv.Spec.Agent == nil {
+		s.setCondition(parleyv1alpha1.ConditionAgentRunning, metav1.ConditionFalse, parleyv1alpha1.ReasonNoAgent,
+			"spec.agent is not set: Parley keeps the history only")
+	} else {
+		s.setCondition(parleyv1alpha1.ConditionAgentRunning, metav1.ConditionUnknown, parleyv1alpha1.ReasonNotImplemented,
+			"agent pods are not created by this version yet")
+	}
+
+	hist := s.condition(parleyv1alpha1.ConditionHistoryAvailable)
+	historyUp := hist != nil && hist.Status == metav1.ConditionTrue
+	suspended := s.conv.Spec.Suspend != nil && *s.conv.Spec.Suspend
+	switch {
+	case s.expired:
+		s.setCondition(parleyv1alpha1.ConditionReady, metav1.ConditionFalse, parleyv1alpha1.ReasonExpired,
+			"the session expired; create a new Conversation or fork this one from a Checkpoint to continue")
+		s.status.Phase = parleyv1alpha1.ConversationExpired
+	case !historyUp:
+		reason, msg := parleyv1alpha1.ReasonInitializing, "the history is being set up"
+		if hist != nil {
+			reason, msg = hist.Reason, "history unavailable: "+hist.Message
+		}
+		s.setCondition(parleyv1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
+		s.status.Phase = parleyv1alpha1.ConversationPending
+	default:
+		s.setCondition(parleyv1alpha1.ConditionReady, metav1.ConditionTrue, parleyv1alpha1.ReasonActive,
+			"the session is live and its history available")
+		s.status.Phase = parleyv1alpha1.ConversationActive
+		if suspended {
+			s.status.Phase = parleyv1alpha1.ConversationSuspended
+		}
+	}
+	if hist == nil {
+		s.setCondition(parleyv1alpha1.ConditionHistoryAvailable, metav1.ConditionUnknown, parleyv1alpha1.ReasonInitializing,
+			"the history is created once the session id is recorded")
+	}
+	s.status.ObservedGeneration = s.conv.Generation
+}

@@ -1,0 +1,280 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+	"github.com/parley-dev/parley/internal/historystore"
+	"github.com/parley-dev/parley/internal/journal"
+	"github.com/parley-dev/parley/internal/metrics"
+	"github.com/parley-dev/parley/pkg/conversation"
+	"github.com/parley-dev/parley/pkg/history"
+)
+
+// historyAction is what the history phase does in one reconcile.
+type historyAction int
+
+const (
+	// historyKeep: open (creating and initialising when needed) and summarise the history.
+	historyKeep historyAction = iota
+	// historyReadOnly: the session expired with Retain: summarise, never create.
+	historyReadOnly
+	// historyDelete: expired with Delete and not yet deleted.
+	historyDelete
+	// historyArchive: expired with Archive and not yet archived.
+	historyArchive
+	// historyDone: the expiration policy already removed the live history.
+	historyDone
+)
+
+// decideHistoryAction picks the history phase's work from the expiry and what status records
+// of the policy: each policy step is recorded in HistoryAvailable's reason, so a restarted
+// manager repeats only what is not done.
+func decideHistoryAction(s *conversationScope) historyAction {
+	if c := s.condition(parleyv1alpha1.ConditionHistoryAvailable); c != nil &&
+		(c.Reason == parleyv1alpha1.ReasonHistoryDeleted || c.Reason == parleyv1alpha1.ReasonHistoryArchived) {
+		return historyDone
+	}
+	if !s.expired {
+		return historyKeep
+	}
+	switch s.conv.Spec.Lifetime.ExpirationPolicy {
+	case parleyv1alpha1.ExpirationPolicyDelete:
+		return historyDelete
+	case parleyv1alpha1.ExpirationPolicyArchive:
+		return historyArchive
+	default:
+		return historyReadOnly
+	}
+}
+
+// backendOf names a Conversation's backend for metrics.
+func backendOf(conv *parleyv1alpha1.Conversation) string {
+	if conv.Spec.History.ObjectStore != nil {
+		return "s3"
+	}
+	return "configmap"
+}
+
+// reconcileHistory runs the history phase: open, initialise, summarise, or apply the expiration
+// policy. Failures set HistoryAvailable=False with a reason and retry with backoff.
+func (r *ConversationReconciler) reconcileHistory(ctx context.Context, s *conversationScope) {
+	switch decideHistoryAction(s) {
+	case historyDone:
+		return
+	case historyDelete:
+		r.deleteHistory(ctx, s)
+		return
+	case historyArchive:
+		r.archiveHistory(ctx, s)
+		return
+	case historyReadOnly:
+		r.openHistory(ctx, s, false)
+	default:
+		r.openHistory(ctx, s, true)
+	}
+}
+
+// openHistory opens the history, initialises it once, and summarises it into status.
+func (r *ConversationReconciler) openHistory(ctx context.Context, s *conversationScope, create bool) {
+	conv := s.conv.DeepCopy()
+	conv.Status = s.status
+	h, err := r.Stores.Open(ctx, conv, create)
+	if err != nil {
+		if !create && errors.Is(err, history.ErrNotFound) {
+			return // expired before its history was ever created: nothing to summarise
+		}
+		r.historyFailed(s, err)
+		return
+	}
+	sum, err := r.summarise(ctx, conv, h)
+	if err == nil && !sum.initialized {
+		if !create {
+			return
+		}
+		if err = r.initialise(ctx, s, conv, h); err == nil {
+			sum, err = r.summarise(ctx, conv, h)
+		}
+	}
+	if err != nil {
+		r.historyFailed(s, err)
+		return
+	}
+	s.summary = sum
+	s.status.History = &parleyv1alpha1.HistoryStatus{
+		Messages: int64(sum.messages), Turns: int64(sum.turns), Bytes: sum.bytes,
+		Sequence: int64(sum.sequence), Epoch: int64(sum.epoch), Location: historystore.Location(conv),
+	}
+	s.status.Context = contextStatus(conv.Spec.Context.MaxTokens, sum.tokens)
+	if sum.adapter != nil {
+		s.status.AdapterState = sum.adapter
+	}
+	reason, msg := parleyv1alpha1.ReasonHistoryReady, fmt.Sprintf("history at %s: %d messages", s.status.History.Location, sum.messages)
+	if s.expired {
+		reason, msg = parleyv1alpha1.ReasonHistoryRetained, "the session expired; its history is retained (expirationPolicy Retain)"
+	}
+	s.setCondition(parleyv1alpha1.ConditionHistoryAvailable, metav1.ConditionTrue, reason, msg)
+}
+
+// contextStatus reports context-window usage; without maxTokens only the count is known.
+func contextStatus(maxTokens *int64, tokens int) *parleyv1alpha1.ContextStatus {
+	cs := &parleyv1alpha1.ContextStatus{Tokens: int64(tokens)}
+	if maxTokens != nil && *maxTokens > 0 {
+		cs.Limit = *maxTokens
+		cs.Percent = int32(min(int64(tokens)*100 / *maxTokens, 1<<30))
+	}
+	return cs
+}
+
+// summarise brings the cached view of the history up to date and reads its figures.
+func (r *ConversationReconciler) summarise(ctx context.Context, conv *parleyv1alpha1.Conversation, h history.History) (*historySummary, error) {
+	key, err := historystore.Key(conv)
+	if err != nil {
+		return nil, err
+	}
+	var sum historySummary
+	err = r.Views.With(ctx, key, conv.Status.SessionID, string(tokenizerOf(conv)), h, func(v *journal.View) error {
+		sum = historySummary{
+			sequence: v.Sequence, epoch: v.Epoch, bytes: v.Bytes, messages: v.Messages(), turns: v.Turns,
+			tokens: v.Tokens(), initialized: v.Initialized, adapter: latestAdapter(v.State.Adapters),
+		}
+		return nil
+	})
+	return &sum, err
+}
+
+func tokenizerOf(conv *parleyv1alpha1.Conversation) parleyv1alpha1.Tokenizer {
+	if t := conv.Spec.Context.Tokenizer; t != "" {
+		return t
+	}
+	return parleyv1alpha1.TokenizerCL100K
+}
+
+// latestAdapter converts the latest adapter state to its API form.
+func latestAdapter(states conversation.AdapterStates) *parleyv1alpha1.AdapterState {
+	if len(states) == 0 {
+		return nil
+	}
+	st := states[len(states)-1]
+	return &parleyv1alpha1.AdapterState{Type: st.Type(), SessionID: st.Session(), Resumable: st.Resumable()}
+}
+
+// initialise writes the system prompt, the seed or the forked snapshot, then the initialised
+// marker. Every record id is derived from its content's own id, so a manager that died half-way
+// repeats the same appends and each lands once.
+func (r *ConversationReconciler) initialise(ctx context.Context, s *conversationScope, conv *parleyv1alpha1.Conversation, h history.History) error {
+	records, what, err := r.initRecords(ctx, conv)
+	if err != nil {
+		return err
+	}
+	marker, err := journal.InitializedRecord()
+	if err != nil {
+		return err
+	}
+	if _, err := journal.AppendAll(ctx, h, append(records, marker)); err != nil {
+		return err
+	}
+	metrics.HistoriesCreated.WithLabelValues(backendOf(conv)).Inc()
+	switch what {
+	case "fork":
+		s.event(parleyv1alpha1.EventForked, "Fork", "history started from Checkpoint %s (%d records)", conv.Spec.ForkFrom.Checkpoint, len(records))
+	case "seed":
+		s.event(parleyv1alpha1.EventSeedImported, "Import", "seed %s/%s imported (%d records)",
+			conv.Spec.Seed.ConfigMapKeyRef.Name, conv.Spec.Seed.ConfigMapKeyRef.Key, len(records))
+	}
+	s.event(parleyv1alpha1.EventHistoryCreated, "Create", "history created at %s", historystore.Location(conv))
+	return nil
+}
+
+// initRecords gathers what initialisation writes: a fork's snapshot, or the system prompt and
+// the seed. It reads referenced objects from the API server (no cluster-wide ConfigMap cache).
+func (r *ConversationReconciler) initRecords(ctx context.Context, conv *parleyv1alpha1.Conversation) ([]history.Record, string, error) {
+	if conv.Spec.ForkFrom != nil {
+		state, err := r.forkedState(ctx, conv)
+		if err != nil {
+			return nil, "", err
+		}
+		records, err := journal.StateRecords(&state, "fork:")
+		return records, "fork", err
+	}
+	var records []history.Record
+	if sp := conv.Spec.SystemPrompt; sp != nil {
+		text := sp.Text
+		if sp.ConfigMapKeyRef != nil {
+			var err error
+			if text, err = r.configMapValue(ctx, conv.Namespace, *sp.ConfigMapKeyRef, "spec.systemPrompt.configMapKeyRef"); err != nil {
+				return nil, "", err
+			}
+		}
+		rec, err := journal.SystemRecord(text)
+		if err != nil {
+			return nil, "", err
+		}
+		records = append(records, rec)
+	}
+	if seed := conv.Spec.Seed; seed != nil {
+		data, err := r.configMapValue(ctx, conv.Namespace, seed.ConfigMapKeyRef, "spec.seed.configMapKeyRef")
+		if err != nil {
+			return nil, "", err
+		}
+		state, format, err := journal.ParseSeed([]byte(data), string(seed.Format))
+		if err != nil {
+			return nil, "", &historystore.Error{Reason: parleyv1alpha1.ReasonSeedInvalid,
+				Message: fmt.Sprintf("seed %s/%s (format %s) cannot be read; fix the ConfigMap", seed.ConfigMapKeyRef.Name, seed.ConfigMapKeyRef.Key, format), Err: err}
+		}
+		if conv.Spec.SystemPrompt != nil {
+			state.System = nil // spec.systemPrompt wins over a system line of the seed
+		}
+		seedRecords, err := journal.StateRecords(&state, "seed:")
+		if err != nil {
+			return nil, "", err
+		}
+		return append(records, seedRecords...), "seed", nil
+	}
+	return records, "", nil
+}
+
+// configMapValue reads one key of a ConfigMap, with errors that name the field to fix.
+func (r *ConversationReconciler) configMapValue(ctx context.Context, namespace string, ref parleyv1alpha1.ConfigMapKeyReference, field string) (string, error) {
+	cm := &corev1.ConfigMap{}
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", &historystore.Error{Reason: parleyv1alpha1.ReasonConfigMapNotFound,
+				Message: fmt.Sprintf("ConfigMap %s/%s (%s) does not exist", namespace, ref.Name, field)}
+		}
+		return "", &historystore.Error{Reason: parleyv1alpha1.ReasonStoreUnavailable,
+			Message: fmt.Sprintf("reading ConfigMap %s/%s (%s)", namespace, ref.Name, field), Err: err}
+	}
+	if v, ok := cm.Data[ref.Key]; ok {
+		return v, nil
+	}
+	if v, ok := cm.BinaryData[ref.Key]; ok {
+		return string(v), nil
+	}
+	return "", &historystore.Error{Reason: parleyv1alpha1.ReasonConfigMapKeyNotFound,
+		Message: fmt.Sprintf("ConfigMap %s/%s (%s) has no key %q", namespace, ref.Name, field, ref.Key)}
+}
+
+// historyFailed records a failure to reach or initialise the history: HistoryAvailable=False
+// with the cause's reason, a Warning event when the reason changes, and a retry with backoff.
+func (r *ConversationReconciler) historyFailed(s *conversationScope, err error) {
+	reason, msg := historystore.Reason(err), historystore.Message(err)
+	prev := s.condition(parleyv1alpha1.ConditionHistoryAvailable)
+	if prev == nil || prev.Reason != reason || prev.Status != metav1.ConditionFalse {
+		s.warning(parleyv1alpha1.EventHistoryUnavailable, "Open", "%s", msg)
+	}
+	metrics.StoreErrors.WithLabelValues(backendOf(s.conv), reason).Inc()
+	s.setCondition(parleyv1alpha1.ConditionHistoryAvailable, metav1.ConditionFalse, reason, msg)
+	s.retryErr = fmt.Errorf("history of %s/%s: %s: %w", s.conv.Namespace, s.conv.Name, reason, err)
+}
+
+// historyRetryFloor keeps the first retries of a failing history from hammering the store.
+const historyRetryFloor = time.Second

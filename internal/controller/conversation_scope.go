@@ -1,0 +1,98 @@
+package controller
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+	"github.com/parley-dev/parley/internal/lifecycle"
+)
+
+// conversationScope is what one reconcile knows: the object as read (never mutated), the time,
+// the status being built, and what the phases decided to announce and when to look again.
+// Phases read and fill it in order; the reconciler writes status.
+type conversationScope struct {
+	conv   *parleyv1alpha1.Conversation
+	now    time.Time
+	status parleyv1alpha1.ConversationStatus
+
+	// expiry is when the session expires; expired says whether it has.
+	expiry  lifecycle.Expiry
+	expired bool
+
+	// summary is what the history holds now, when it could be read this reconcile.
+	summary *historySummary
+
+	events  []pendingEvent
+	requeue time.Duration
+	// retryErr, when set, makes the reconcile return an error after writing status, so the
+	// workqueue retries with exponential backoff (a missing Secret, an unreachable store).
+	retryErr error
+}
+
+// historySummary is the part of the history status reports and later phases use.
+type historySummary struct {
+	sequence    uint64
+	epoch       uint64
+	bytes       int64
+	messages    int
+	turns       int
+	tokens      int
+	initialized bool
+	adapter     *parleyv1alpha1.AdapterState
+}
+
+// pendingEvent is an event to emit once status is written.
+type pendingEvent struct {
+	warning bool
+	reason  string
+	action  string
+	message string
+}
+
+func newConversationScope(conv *parleyv1alpha1.Conversation, now time.Time) *conversationScope {
+	return &conversationScope{conv: conv, now: now, status: *conv.Status.DeepCopy()}
+}
+
+// setCondition sets a condition of the status being built, stamped with the generation read.
+func (s *conversationScope) setCondition(condType string, status metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&s.status.Conditions, metav1.Condition{
+		Type: condType, Status: status, Reason: reason, Message: msg, ObservedGeneration: s.conv.Generation,
+	})
+}
+
+// condition returns a condition of the status being built, or nil.
+func (s *conversationScope) condition(condType string) *metav1.Condition {
+	return meta.FindStatusCondition(s.status.Conditions, condType)
+}
+
+// wasTrue reports whether a condition was True in the status as read.
+func (s *conversationScope) wasTrue(condType string) bool {
+	return meta.IsStatusConditionTrue(s.conv.Status.Conditions, condType)
+}
+
+func (s *conversationScope) event(reason, action, format string, args ...any) {
+	s.events = append(s.events, pendingEvent{reason: reason, action: action, message: fmt.Sprintf(format, args...)})
+}
+
+func (s *conversationScope) warning(reason, action, format string, args ...any) {
+	s.events = append(s.events, pendingEvent{warning: true, reason: reason, action: action, message: fmt.Sprintf(format, args...)})
+}
+
+// requeueAt asks to look again at t (the earliest request wins; never negative).
+func (s *conversationScope) requeueAt(t time.Time) {
+	s.requeueAfter(lifecycle.RequeueAfter(s.now, t))
+}
+
+func (s *conversationScope) requeueAfter(d time.Duration) {
+	if d < 0 {
+		d = 0
+	}
+	if s.requeue == 0 || d < s.requeue {
+		// Zero means "no request" for the merge, so a due timer asks for the smallest delay.
+		s.requeue = max(d, time.Millisecond)
+	}
+}

@@ -1,0 +1,150 @@
+// Package envtest runs the controllers against a real kube-apiserver and etcd (envtest) and a
+// real S3-compatible server (versitygw) on 127.0.0.1, so schema validation, CEL rules,
+// defaulting, the status subresource, conflicts and conditional writes are the servers' own.
+// The pure decisions are tested without either in package controller.
+package envtest
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+	"github.com/parley-dev/parley/internal/controller"
+	"github.com/parley-dev/parley/internal/historystore"
+	"github.com/parley-dev/parley/internal/journal"
+	"github.com/parley-dev/parley/pkg/history/s3"
+	"github.com/parley-dev/parley/test/support/kubeenv"
+	"github.com/parley-dev/parley/test/support/repopath"
+	"github.com/parley-dev/parley/test/support/s3server"
+)
+
+var (
+	ctx       context.Context
+	cancel    context.CancelFunc
+	testEnv   *crenvtest.Environment
+	cfg       *rest.Config
+	k8sClient client.Client
+	repoRoot  string
+	s3srv     *s3server.Server
+	stores    *historystore.Stores
+	// testBucket holds every objectStore history of the suite.
+	testBucket = "parley-envtest"
+)
+
+func TestControllers(t *testing.T) {
+	RegisterFailHandler(Fail)
+	SetDefaultEventuallyTimeout(20 * time.Second)
+	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
+	RunSpecs(t, "Controller Suite (envtest + versitygw)")
+}
+
+var _ = BeforeSuite(func() {
+	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	ctx, cancel = context.WithCancel(context.TODO())
+
+	Expect(parleyv1alpha1.AddToScheme(scheme.Scheme)).To(Succeed())
+
+	var err error
+	repoRoot, err = repopath.Root()
+	Expect(err).NotTo(HaveOccurred())
+	assets, err := kubeenv.AssetsDir()
+	Expect(err).NotTo(HaveOccurred())
+
+	testEnv = &crenvtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join(repoRoot, "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+		BinaryAssetsDirectory: assets,
+	}
+	cfg, err = testEnv.Start()
+	Expect(err).NotTo(HaveOccurred())
+	cfg.QPS, cfg.Burst = 500, 1000
+
+	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme.Scheme})
+	Expect(err).NotTo(HaveOccurred())
+
+	s3srv, err = s3server.Start(s3server.Options{})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(s3.EnsureBucket(ctx, s3.Config{Endpoint: s3srv.Endpoint, Bucket: testBucket, Insecure: true,
+		Addressing: s3.AddressingPath, AccessKeyID: s3srv.AccessKey, SecretAccessKey: s3srv.SecretKey})).To(Succeed())
+
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:  scheme.Scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	// The ConfigMap histories' own client reads the apiserver, not the cache, as in cmd/manager.
+	stores = &historystore.Stores{ConfigMaps: k8sClient, Secrets: mgr.GetAPIReader(), SecretTTL: time.Second}
+	Expect(mgr.Add(stores)).To(Succeed())
+	views := &journal.Views{}
+	Expect(controller.SetupIndexes(ctx, mgr)).To(Succeed())
+	Expect((&controller.ConversationReconciler{
+		Client:                  mgr.GetClient(),
+		APIReader:               mgr.GetAPIReader(),
+		Scheme:                  mgr.GetScheme(),
+		Recorder:                mgr.GetEventRecorder("parley-conversation"),
+		Stores:                  stores,
+		Views:                   views,
+		Clock:                   clock.RealClock{},
+		MaxConcurrentReconciles: 4,
+	}).SetupWithManager(mgr)).To(Succeed())
+	Expect((&controller.CheckpointReconciler{
+		Client:   mgr.GetClient(),
+		Scheme:   mgr.GetScheme(),
+		Recorder: mgr.GetEventRecorder("parley-checkpoint"),
+		Stores:   stores,
+		Views:    views,
+	}).SetupWithManager(mgr)).To(Succeed())
+
+	go func() {
+		defer GinkgoRecover()
+		Expect(mgr.Start(ctx)).To(Succeed())
+	}()
+})
+
+var _ = AfterSuite(func() {
+	cancel()
+	if s3srv != nil {
+		s3srv.Stop()
+	}
+	if testEnv != nil {
+		Expect(testEnv.Stop()).To(Succeed())
+	}
+})
+
+func clientKey(obj client.Object) client.ObjectKey { return client.ObjectKeyFromObject(obj) }
+
+// s3Secret creates the credentials Secret of the suite's S3 server in a namespace.
+func s3Secret(namespace, name string) *corev1.Secret {
+	sec := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Data: map[string][]byte{
+			s3.SecretAccessKeyID:     []byte(s3srv.AccessKey),
+			s3.SecretSecretAccessKey: []byte(s3srv.SecretKey),
+		},
+	}
+	return sec
+}
+
+// objectStoreHistory is an objectStore spec on the suite's S3 server under prefix.
+func objectStoreHistory(prefix, secret string) parleyv1alpha1.HistorySpec {
+	return parleyv1alpha1.HistorySpec{ObjectStore: &parleyv1alpha1.ObjectStoreHistory{
+		Endpoint: "http://" + s3srv.Endpoint, Bucket: testBucket, Prefix: prefix, ForcePathStyle: true, Insecure: true,
+		CredentialsSecretRef: &parleyv1alpha1.SecretReference{Name: secret},
+	}}
+}

@@ -1,0 +1,69 @@
+package historystore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+	"github.com/parley-dev/parley/pkg/history"
+	"github.com/parley-dev/parley/pkg/history/s3"
+)
+
+// Error is a failure to reach a Conversation's history, with the condition reason that names
+// its cause and a message a person can act on. Messages never hold credentials.
+type Error struct {
+	// Reason is one of the HistoryAvailable reasons of api/v1alpha1.
+	Reason string
+	// Message says what is wrong and what to do.
+	Message string
+	// Err is the underlying error, when there is one.
+	Err error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return e.Message + ": " + e.Err.Error()
+	}
+	return e.Message
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Reason returns the condition reason of any error from this package or from a history:
+// typed history errors map to their reasons, anything else is StoreError.
+func Reason(err error) string {
+	var e *Error
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &e):
+		return e.Reason
+	case errors.Is(err, s3.ErrConditionalWritesUnsupported):
+		return parleyv1alpha1.ReasonConditionalWritesUnsupported
+	case errors.Is(err, history.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+		return parleyv1alpha1.ReasonStoreUnavailable
+	case errors.Is(err, history.ErrTooLarge):
+		return parleyv1alpha1.ReasonHistoryTooLarge
+	case errors.Is(err, history.ErrCorrupt):
+		return parleyv1alpha1.ReasonHistoryCorrupt
+	default:
+		return parleyv1alpha1.ReasonStoreError
+	}
+}
+
+// Message is the human part of err for a condition: the Error's message, or the error itself.
+func Message(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		if e.Err != nil {
+			return e.Message + ": " + e.Err.Error()
+		}
+		return e.Message
+	}
+	return err.Error()
+}
+
+func errorf(reason string, err error, format string, args ...any) *Error {
+	return &Error{Reason: reason, Message: fmt.Sprintf(format, args...), Err: err}
+}

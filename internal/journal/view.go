@@ -1,0 +1,244 @@
+package journal
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/parley-dev/parley/pkg/conversation"
+	"github.com/parley-dev/parley/pkg/conversation/tokens"
+	"github.com/parley-dev/parley/pkg/history"
+)
+
+// View is one epoch of a history folded into a conversation.State, with the figures status
+// reports. It is built once and then brought up to date by reading only the entries appended
+// since (Refresh), so a reconcile never rereads or re-tokenizes the whole history.
+// A View is not safe for concurrent use; Views serialises access.
+type View struct {
+	// Epoch and Sequence are the last entry folded in; Bytes the epoch's stored bytes.
+	Epoch    uint64
+	Sequence uint64
+	Bytes    int64
+	// State is the conversation as the records build it. Message.Seq is the store's sequence
+	// of the record that created the message.
+	State conversation.State
+	// Initialized is true once the initialisation marker was read.
+	Initialized bool
+	// Turns counts the main thread's assistant messages (turn numbers run 1..Turns).
+	Turns int
+
+	counter   tokens.Counter
+	index     map[string]int // main-thread message id -> index in State.Messages
+	baseCount int            // CountState of the state without messages
+	msgCount  []int          // CountMessage of each main-thread message, aligned with State.Messages
+	total     int
+}
+
+// NewView returns the view of an empty epoch. counter may be nil (no token counts).
+func NewView(sessionID string, counter tokens.Counter) *View {
+	v := &View{State: conversation.NewState(sessionID), counter: counter, index: map[string]int{}}
+	v.recountBase()
+	return v
+}
+
+// Tokens is what the conversation costs in the model's context: the system prompt, the main
+// thread's messages and the reply priming, as counter measures them.
+func (v *View) Tokens() int { return v.total }
+
+// Messages counts the main thread's messages.
+func (v *View) Messages() int { return len(v.State.Messages) }
+
+// Refresh reads the entries appended since the view was last brought up to date. When the
+// history moved to another epoch (a compaction), it rebuilds the view from that epoch.
+func (v *View) Refresh(ctx context.Context, h history.History) error {
+	head, err := h.Head(ctx)
+	if err != nil {
+		return err
+	}
+	if head.Epoch != v.Epoch && v.Sequence > 0 || head.Sequence < v.Sequence {
+		fresh := NewView(v.State.SessionID, v.counter)
+		*v = *fresh
+	}
+	v.Epoch, v.Bytes = head.Epoch, head.Bytes
+	if head.Sequence == v.Sequence {
+		return nil
+	}
+	for e, err := range history.All(ctx, h, head.Epoch, v.Sequence+1) {
+		if err != nil {
+			return err
+		}
+		if err := v.Apply(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Apply folds one entry into the view. Entries must come in sequence order.
+func (v *View) Apply(e history.Entry) error {
+	if e.Seq <= v.Sequence {
+		return fmt.Errorf("journal: entry %d applied after %d", e.Seq, v.Sequence)
+	}
+	env, err := decode(e)
+	if err != nil {
+		return err
+	}
+	v.Sequence = e.Seq
+	s := &v.State
+	switch env.Kind {
+	case KindSystem:
+		if env.Message == nil {
+			return fmt.Errorf("%w: sequence %d: system record without a message", ErrDecode, e.Seq)
+		}
+		sys := *env.Message
+		s.System = &sys
+		v.recountBase()
+	case KindMessage:
+		if env.Message == nil {
+			return fmt.Errorf("%w: sequence %d: message record without a message", ErrDecode, e.Seq)
+		}
+		v.appendMessage(*env.Message, e.Seq)
+	case KindEvent:
+		if env.Event == nil {
+			return fmt.Errorf("%w: sequence %d: event record without an event", ErrDecode, e.Seq)
+		}
+		return v.applyEvent(env.Event, e.Seq)
+	case KindSubagent:
+		if env.Subagent != nil {
+			s.Subagents = append(s.Subagents, *env.Subagent)
+		}
+	case KindRecord:
+		if env.Record != nil {
+			s.Records = append(s.Records, *env.Record)
+		}
+	case KindAdapter:
+		s.Adapters = append(s.Adapters, env.Adapters...)
+	case KindSession:
+		if env.CWD != "" {
+			s.CWD = env.CWD
+		}
+		if len(env.Extra) > 0 {
+			s.Extra = env.Extra
+		}
+		v.recountBase()
+	case KindInitialized:
+		v.Initialized = true
+	default:
+		// A kind written by a newer manager: skipped, so an older one can still read the rest.
+	}
+	return nil
+}
+
+// appendMessage adds a whole message record. A message id the thread already holds (written
+// once as a record and once by events) keeps its first version.
+func (v *View) appendMessage(m conversation.Message, seq uint64) {
+	if _, ok := v.index[m.ID]; ok {
+		return
+	}
+	if m.Role == conversation.RoleUser && m.HasToolResult() {
+		m.Role = conversation.RoleTool
+	}
+	m.Seq = int64(seq)
+	m.Turn = v.turnOf(m.Role)
+	if m.Role == conversation.RoleAssistant {
+		v.Turns++
+	}
+	v.index[m.ID] = len(v.State.Messages)
+	v.State.Messages = append(v.State.Messages, m)
+	v.msgCount = append(v.msgCount, 0)
+	v.recount(len(v.State.Messages) - 1)
+}
+
+// turnOf numbers a new message as conversation.NumberTurns would.
+func (v *View) turnOf(role conversation.Role) int {
+	switch role {
+	case conversation.RoleAssistant:
+		return v.Turns + 1
+	case conversation.RoleTool:
+		return max(v.Turns, 1)
+	default:
+		return v.Turns + 1
+	}
+}
+
+func (v *View) applyEvent(ev *conversation.Event, seq uint64) error {
+	s := &v.State
+	before := len(s.Messages)
+	if err := s.Apply(*ev); err != nil {
+		// The Session API validated the event before storing it; one that no longer applies
+		// (e.g. a block for a thread folded by compaction) is skipped, not fatal.
+		return nil
+	}
+	main := ev.ConversationID == "" || ev.ConversationID == conversation.MainThread
+	if !main || ev.Type == conversation.EventSubagentSpawned || ev.Type == conversation.EventSubagentCompleted {
+		return nil
+	}
+	if len(s.Messages) > before {
+		// The event created a message: number it from the store like a message record.
+		for i := before; i < len(s.Messages); i++ {
+			s.Messages[i].Seq = int64(seq)
+			if s.Messages[i].Role == conversation.RoleAssistant {
+				v.Turns++
+				s.Messages[i].Turn = v.Turns
+			} else {
+				s.Messages[i].Turn = v.turnOf(s.Messages[i].Role)
+			}
+			v.index[s.Messages[i].ID] = i
+			v.msgCount = append(v.msgCount, 0)
+			v.recount(i)
+		}
+		return nil
+	}
+	switch ev.Type {
+	case conversation.EventSessionIdle:
+		for i := range s.Messages {
+			v.recount(i)
+		}
+	default:
+		id := ev.MessageID
+		if ev.Message != nil {
+			id = ev.Message.ID
+		}
+		i := len(s.Messages) - 1
+		if id != "" {
+			var ok bool
+			if i, ok = v.index[id]; !ok {
+				i = -1
+			}
+		}
+		if i >= 0 {
+			v.recount(i)
+		}
+	}
+	return nil
+}
+
+func (v *View) recount(i int) {
+	if v.counter == nil {
+		return
+	}
+	n := v.counter.CountMessage(&v.State.Messages[i])
+	v.total += n - v.msgCount[i]
+	v.msgCount[i] = n
+}
+
+func (v *View) recountBase() {
+	if v.counter == nil {
+		return
+	}
+	shell := v.State
+	shell.Messages = nil
+	n := v.counter.CountState(&shell)
+	v.total += n - v.baseCount
+	v.baseCount = n
+}
+
+// TokensOf counts a state cut from this view (Cut keeps a prefix of the messages): the
+// system prompt and reply priming plus the kept messages, from the counts already made.
+func (v *View) TokensOf(s *conversation.State) int {
+	n := min(len(s.Messages), len(v.msgCount))
+	total := v.baseCount
+	for _, c := range v.msgCount[:n] {
+		total += c
+	}
+	return total
+}

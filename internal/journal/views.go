@@ -1,0 +1,142 @@
+package journal
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/parley-dev/parley/pkg/conversation/tokens"
+	"github.com/parley-dev/parley/pkg/history"
+)
+
+// DefaultViewBudget bounds the stored bytes of the histories whose views stay in memory.
+const DefaultViewBudget = 256 << 20
+
+// Views keeps one View per history so that each reconcile (and each Session API read) only
+// folds in what was appended since the last one. Views past the byte budget are dropped,
+// least recently used first, and rebuilt from the store when next needed. Safe for concurrent
+// use; one view is used by one caller at a time.
+type Views struct {
+	// Budget is DefaultViewBudget when zero.
+	Budget int64
+
+	mu       sync.Mutex
+	views    map[string]*viewEntry
+	counters map[string]tokens.Counter
+	clock    func() time.Time
+}
+
+type viewEntry struct {
+	mu        sync.Mutex
+	view      *View
+	tokenizer string
+	lastUsed  time.Time
+	bytes     int64
+}
+
+// With brings the view of history key up to date and calls fn with it, holding the view for
+// the call. tokenizer names the counter (tokens.Names); a view counted with another tokenizer
+// is rebuilt. fn must not keep the view past its return.
+func (vs *Views) With(ctx context.Context, key, sessionID, tokenizer string, h history.History, fn func(*View) error) error {
+	counter, err := vs.counter(tokenizer)
+	if err != nil {
+		return err
+	}
+	e := vs.entry(key)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.view == nil || e.tokenizer != tokenizer || e.view.State.SessionID != sessionID {
+		e.view, e.tokenizer = NewView(sessionID, counter), tokenizer
+	}
+	if err := e.view.Refresh(ctx, h); err != nil {
+		// A half-applied refresh is not trusted: the next call rebuilds.
+		e.view = nil
+		return err
+	}
+	err = fn(e.view)
+	vs.account(key, e, e.view.Bytes)
+	return err
+}
+
+// Drop forgets the view of a history (deleted, or replaced by another writer's epoch).
+func (vs *Views) Drop(key string) {
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	delete(vs.views, key)
+}
+
+// Len counts the views held.
+func (vs *Views) Len() int {
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	return len(vs.views)
+}
+
+func (vs *Views) entry(key string) *viewEntry {
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	if vs.views == nil {
+		vs.views = map[string]*viewEntry{}
+	}
+	e, ok := vs.views[key]
+	if !ok {
+		e = &viewEntry{}
+		vs.views[key] = e
+	}
+	e.lastUsed = vs.now()
+	return e
+}
+
+// account records a view's size and drops the least recently used others while the sum is
+// over the budget.
+func (vs *Views) account(key string, e *viewEntry, bytes int64) {
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	e.bytes = bytes
+	budget := vs.Budget
+	if budget <= 0 {
+		budget = DefaultViewBudget
+	}
+	var total int64
+	for _, x := range vs.views {
+		total += x.bytes
+	}
+	for total > budget {
+		var oldestKey string
+		var oldest *viewEntry
+		for k, x := range vs.views {
+			if k != key && (oldest == nil || x.lastUsed.Before(oldest.lastUsed)) {
+				oldestKey, oldest = k, x
+			}
+		}
+		if oldest == nil {
+			return
+		}
+		total -= oldest.bytes
+		delete(vs.views, oldestKey)
+	}
+}
+
+func (vs *Views) counter(name string) (tokens.Counter, error) {
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	if c, ok := vs.counters[name]; ok {
+		return c, nil
+	}
+	c, err := tokens.New(name)
+	if err != nil {
+		return nil, err
+	}
+	if vs.counters == nil {
+		vs.counters = map[string]tokens.Counter{}
+	}
+	vs.counters[name] = c
+	return c, nil
+}
+
+func (vs *Views) now() time.Time {
+	if vs.clock != nil {
+		return vs.clock()
+	}
+	return time.Now()
+}
