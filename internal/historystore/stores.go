@@ -62,6 +62,9 @@ type Stores struct {
 	objects    map[string]*objectStore
 	secrets    map[types.NamespacedName]secretRead
 	used       map[handle]time.Time
+	// lastStore remembers the store each history was last opened with, so a history whose
+	// Secret was deleted first (a namespace being deleted) can still be removed.
+	lastStore map[string]history.Store
 }
 
 // objectStore is one S3 store, built from one configuration and one credential.
@@ -116,7 +119,13 @@ func (s *Stores) Delete(ctx context.Context, conv *parleyv1alpha1.Conversation) 
 	}
 	store, err := s.storeFor(ctx, conv)
 	if err != nil {
-		return err
+		s.mu.Lock()
+		known, ok := s.lastStore[key]
+		s.mu.Unlock()
+		if !ok {
+			return err
+		}
+		store = known
 	}
 	if err := store.Delete(ctx, key); err != nil && !errors.Is(err, history.ErrNotFound) {
 		return err
@@ -181,6 +190,11 @@ func (s *Stores) ReleaseIdle() {
 		if now.Sub(o.lastUsed) >= s.idleAfter() && !s.inUse(o.store) {
 			closed = append(closed, o.store)
 			delete(s.objects, k)
+			for name, st := range s.lastStore {
+				if st == o.store {
+					delete(s.lastStore, name)
+				}
+			}
 		}
 	}
 	s.mu.Unlock()
@@ -217,7 +231,7 @@ func (s *Stores) closeAll() {
 	for _, o := range s.objects {
 		stores = append(stores, o.store)
 	}
-	s.configMaps, s.objects, s.used = nil, nil, nil
+	s.configMaps, s.objects, s.used, s.lastStore = nil, nil, nil, nil
 	s.mu.Unlock()
 	for _, st := range stores {
 		_ = st.Close()
@@ -229,14 +243,17 @@ func (s *Stores) touch(store history.Store, key string) {
 	defer s.mu.Unlock()
 	if s.used == nil {
 		s.used = map[handle]time.Time{}
+		s.lastStore = map[string]history.Store{}
 	}
 	s.used[handle{store, key}] = s.now()
+	s.lastStore[key] = store
 }
 
 func (s *Stores) forget(store history.Store, key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.used, handle{store, key})
+	delete(s.lastStore, key)
 }
 
 // storeFor returns the store of the Conversation's backend configuration, building it once.

@@ -2,6 +2,7 @@ package envtest
 
 import (
 	"crypto/sha256"
+	"fmt"
 	"encoding/hex"
 	"os"
 	"path/filepath"
@@ -224,6 +225,36 @@ var _ = Describe("History kept by the operator", func() {
 		digests, err := h.Checkpoints(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(digests).NotTo(ContainElement(history.Digest(ckpt.Status.Digest)))
+	})
+
+	It("takes Scheduled checkpoints every N turns and keeps spec.checkpoints.keep of them", func() {
+		cm, _ := seedConfigMap("default", "sched-seed-"+randSuffix())
+		Expect(k8sClient.Create(ctx, cm)).To(Succeed())
+		conv := newConversation(parleyv1alpha1.ConversationSpec{
+			Seed:        &parleyv1alpha1.SeedSource{ConfigMapKeyRef: parleyv1alpha1.ConfigMapKeyReference{Name: cm.Name, Key: "transcript.jsonl"}},
+			Checkpoints: &parleyv1alpha1.CheckpointPolicy{EveryTurns: ptrTo(int32(1)), Keep: ptrTo(int32(1))},
+		})
+		Expect(k8sClient.Create(ctx, conv)).To(Succeed())
+		Eventually(historyReady(conv)).Should(Succeed())
+		turns := conv.Status.History.Turns
+		ckpt := &parleyv1alpha1.Checkpoint{}
+		ckpt.Namespace, ckpt.Name = conv.Namespace, fmt.Sprintf("%s-turn-%d", conv.Name, turns)
+		Eventually(checkpointReady(ckpt)).Should(Succeed())
+		Expect(ckpt.Spec.Reason).To(Equal(parleyv1alpha1.CheckpointScheduled))
+		Expect(ckpt.Status.Turn).To(Equal(turns))
+		Eventually(func(g Gomega) {
+			fetch(conv)(g)
+			g.Expect(conv.Status.LatestCheckpoint).To(Equal(ckpt.Name))
+		}).Should(Succeed())
+		list := &parleyv1alpha1.CheckpointList{}
+		Expect(k8sClient.List(ctx, list, client.InNamespace(conv.Namespace))).To(Succeed())
+		n := 0
+		for _, c := range list.Items {
+			if c.Spec.ConversationRef.Name == conv.Name {
+				n++
+			}
+		}
+		Expect(n).To(Equal(1))
 	})
 
 	It("makes a fork of a missing Checkpoint wait with CheckpointNotFound", func() {
