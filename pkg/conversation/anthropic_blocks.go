@@ -40,6 +40,9 @@ type anthropicSource struct {
 
 var errNotObject = errors.New("content block is not a JSON object")
 
+// errNoType: the model has no block without a type (State.Validate refuses one).
+var errNoType = errors.New("content block without a type")
+
 // knownBlocks decodes a content array in one pass when every block is of a known type and
 // carries no unknown fields; otherwise it reports false and the caller goes block by block.
 func knownBlocks(content jsontext.Value, lineID string) ([]Block, bool) {
@@ -72,6 +75,9 @@ func blockFromAnthropic(raw jsontext.Value) (Block, error) {
 	var w anthropicBlock
 	if err := json.Unmarshal(raw, &w, lenientJSON); err != nil {
 		return Block{}, err
+	}
+	if w.Type == "" {
+		return Block{}, errNoType
 	}
 	if BlockType(w.Type) == BlockToolResult {
 		b := Block{Type: BlockToolResult, ToolUseID: w.ToolUseID, IsError: w.IsError, Extra: w.Rest}

@@ -90,6 +90,9 @@ func (c *ClaudeStream) streamEvent(thread string, ev *sdkEvent) ([]Event, error)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrEvent, err)
 		}
+		if b.Type == BlockToolResult { // streamed messages are the assistant's
+			return nil, fmt.Errorf("%w: tool_result in an assistant message", ErrEvent)
+		}
 		b.ID, b.Status = streamBlockID(msgID, ev.Index), BlockPending
 		index := ev.Index
 		return []Event{{Type: EventBlockUpsert, ConversationID: thread, Message: &Message{ID: msgID}, Block: &b, Index: &index}}, nil
@@ -118,6 +121,9 @@ func (c *ClaudeStream) message(thread string, m *sdkMessage) ([]Event, error) {
 		return nil, fmt.Errorf("%w: %w", ErrEvent, err)
 	}
 	header := Message{ID: m.UUID, Role: RoleUser, Source: Source{Kind: SourceClaudeCode}}
+	if m.Type == "assistant" && hasBlock(blocks, BlockToolResult) {
+		return nil, fmt.Errorf("%w: tool_result in an assistant message", ErrEvent)
+	}
 	if m.Type == "assistant" {
 		header.Role, header.Model, header.Usage = RoleAssistant, cm.Model, cm.Usage.toUsage()
 		if cm.ID != "" {
@@ -142,7 +148,7 @@ func (c *ClaudeStream) message(thread string, m *sdkMessage) ([]Event, error) {
 // subagentEvents reports a Task call as a spawned subagent and its result as completed.
 func subagentEvents(thread string, b *Block, toolUseResult jsontext.Value) []Event {
 	switch {
-	case b.Type == BlockToolUse && b.ToolName == "Task":
+	case b.Type == BlockToolUse && b.ToolName == "Task" && b.ToolUseID != "": // no id: no thread to name
 		var in struct {
 			Description string `json:"description"`
 		}

@@ -1,6 +1,7 @@
 package conversation
 
 import (
+	"fmt"
 	"slices"
 )
 
@@ -10,7 +11,8 @@ import (
 //
 // Semantics (the agent-converters seed):
 //   - block:upsert replaces the block with the same ID (or at Index), else appends it; the
-//     message is created when missing; a user message given a tool_result becomes RoleTool.
+//     message is created when missing; a user message given a tool_result becomes RoleTool;
+//     a tool_result in an assistant or system message is refused (ErrEvent).
 //   - block:delta appends text to a text or thinking block; a delta for a block not yet
 //     upserted, an empty delta, or a delta for any other block kind changes nothing.
 //   - subagent:spawned / subagent:completed create or update the nested thread found by
@@ -57,7 +59,18 @@ func (r reducer) apply(s State, e Event) (State, error) {
 	}
 	switch e.Type {
 	case EventBlockUpsert:
-		return r.updateThread(s, e.ConversationID, func(msgs []Message) []Message { return r.upsert(msgs, &e) }), nil
+		var err error
+		out := r.updateThread(s, e.ConversationID, func(msgs []Message) []Message {
+			var next []Message
+			if next, err = r.upsert(msgs, &e); err != nil {
+				return msgs
+			}
+			return next
+		})
+		if err != nil {
+			return s, err
+		}
+		return out, nil
 	case EventBlockDelta:
 		if e.Delta == "" {
 			return s, nil
@@ -168,7 +181,7 @@ func lastIndex(msgs []Message, id string) int {
 	return -1
 }
 
-func (r reducer) upsert(msgs []Message, e *Event) []Message {
+func (r reducer) upsert(msgs []Message, e *Event) ([]Message, error) {
 	i := lastIndex(msgs, e.Message.ID)
 	var m Message
 	if i < 0 {
@@ -193,14 +206,19 @@ func (r reducer) upsert(msgs []Message, e *Event) []Message {
 		m.Role = RoleTool
 		m.Blocks = resultsFirst(m.Blocks)
 	}
+	if m.Role != RoleTool && m.HasToolResult() {
+		// Results live only in RoleTool messages; no provider puts one in an assistant
+		// or system message, so the event (or the header it meets) is malformed.
+		return nil, fmt.Errorf("%w: %s: tool_result in message %s of role %s", ErrEvent, e.Type, m.ID, m.Role)
+	}
 	if i < 0 {
 		m.Turn = nextTurn(msgs, m.Role)
-		return appendFor(r, msgs, m)
+		return appendFor(r, msgs, m), nil
 	}
 	m.Turn = nextTurn(msgs[:i], m.Role) // the role may have changed
 	out := cloneFor(r, msgs)
 	out[i] = m
-	return out
+	return out, nil
 }
 
 // mergeHeader copies the fields the event sets onto an existing message.

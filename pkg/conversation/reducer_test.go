@@ -3,6 +3,7 @@ package conversation
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -338,9 +339,11 @@ func FuzzDecodeEvent(f *testing.F) {
 			return
 		}
 		before, _ := json.Marshal(s)
-		reduced, err := Reduce(s, e)
-		if err != nil {
-			t.Fatalf("a decoded event failed to reduce: %v", err)
+		// A decoded event may still clash with the state (a tool_result for an assistant
+		// message): refused with ErrEvent, by Reduce and Apply alike.
+		reduced, reduceErr := Reduce(s, e)
+		if reduceErr != nil && !errors.Is(reduceErr, ErrEvent) {
+			t.Fatalf("a decoded event failed to reduce: %v", reduceErr)
 		}
 		after, _ := json.Marshal(s)
 		if !bytes.Equal(before, after) {
@@ -351,8 +354,8 @@ func FuzzDecodeEvent(f *testing.F) {
 		if err := json.Unmarshal(before, &owned); err != nil {
 			t.Fatal(err)
 		}
-		if err := owned.Apply(e); err != nil {
-			t.Fatal(err)
+		if err := owned.Apply(e); (err != nil) != (reduceErr != nil) {
+			t.Fatalf("Apply: %v, Reduce: %v", err, reduceErr)
 		}
 		want, _ := json.Marshal(reduced)
 		got, _ := json.Marshal(owned)
@@ -397,5 +400,35 @@ func TestApplyMatchesReduce(t *testing.T) {
 	}
 	if err := owned.Apply(Event{Type: "nope"}); err == nil {
 		t.Error("Apply accepted a bad event")
+	}
+}
+
+// A tool result belongs in a RoleTool message only: a user message that gets one becomes
+// RoleTool, but an assistant message cannot hold one, whichever event comes first. The
+// reducer refuses the clash instead of building a state Validate rejects.
+func TestReduceRefusesToolResultOutsideToolMessage(t *testing.T) {
+	result := &Block{Type: BlockToolResult, ID: "r", ToolUseID: "t"}
+	assistant := mustReduce(t, NewState("s"), upsertEv(MainThread, "m", RoleAssistant, &Block{Type: BlockText, ID: "b"}))
+	tool := mustReduce(t, NewState("s"), upsertEv(MainThread, "m", RoleUser, result))
+	if tool.Messages[0].Role != RoleTool {
+		t.Fatalf("user message with a result has role %s, want tool", tool.Messages[0].Role)
+	}
+	for name, c := range map[string]struct {
+		s State
+		e Event
+	}{
+		"result into an assistant message":     {assistant, upsertEv(MainThread, "m", "", result)},
+		"new assistant message with a result":  {NewState("s"), upsertEv(MainThread, "m", RoleAssistant, result)},
+		"assistant header over a tool message": {tool, upsertEv(MainThread, "m", RoleAssistant, nil)},
+		"system message with a result":         {NewState("s"), upsertEv(MainThread, "m", RoleSystem, result)},
+	} {
+		if _, err := Reduce(c.s, c.e); !errors.Is(err, ErrEvent) {
+			t.Errorf("%s: %v, want ErrEvent", name, err)
+		}
+		owned := c.s
+		owned.Messages = slices.Clone(c.s.Messages)
+		if err := owned.Apply(c.e); !errors.Is(err, ErrEvent) {
+			t.Errorf("%s: Apply: %v, want ErrEvent", name, err)
+		}
 	}
 }
