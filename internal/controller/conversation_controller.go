@@ -42,6 +42,9 @@ type ConversationReconciler struct {
 	NewSessionID func() string
 	// MaxConcurrentReconciles bounds parallel reconciles (1 when zero).
 	MaxConcurrentReconciles int
+	// Observe, when set, is told of every reconcile before it starts (tests count them to
+	// prove that an idle Conversation is not polled).
+	Observe func(ctrl.Request)
 }
 
 // +kubebuilder:rbac:groups=parley.dev,resources=conversations,verbs=get;list;watch;update;patch;delete
@@ -55,6 +58,9 @@ type ConversationReconciler struct {
 // Reconcile runs the phases and writes what they decided.
 func (r *ConversationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := logf.FromContext(ctx)
+	if r.Observe != nil {
+		r.Observe(req)
+	}
 
 	conv := &parleyv1alpha1.Conversation{}
 	if err := r.Get(ctx, req.NamespacedName, conv); err != nil {
@@ -80,8 +86,8 @@ func (r *ConversationReconciler) Reconcile(ctx context.Context, req ctrl.Request
 
 	before := conv.DeepCopy()
 	conv.Status = s.status
-	if err := patchStatus(ctx, r.Client, before, conv, conversationStatus); err != nil {
-		if errors.Is(err, errStatusConflict) {
+	if err := PatchStatus(ctx, r.Client, before, conv, conversationStatus); err != nil {
+		if errors.Is(err, ErrStatusConflict) {
 			return ctrl.Result{RequeueAfter: conflictRetryDelay}, nil
 		}
 		return ctrl.Result{}, err

@@ -13,11 +13,11 @@ import (
 // conflictRetryDelay is how soon a reconcile that lost an optimistic-lock race runs again.
 const conflictRetryDelay = 200 * time.Millisecond
 
-// errStatusConflict reports that the object changed since it was read; the caller requeues
+// ErrStatusConflict reports that the object changed since it was read; the caller requeues
 // and decides again from the fresh copy.
-var errStatusConflict = fmt.Errorf("status conflict")
+var ErrStatusConflict = fmt.Errorf("status conflict")
 
-// patchStatus is the one way the controllers write status: a merge patch of the difference
+// PatchStatus is the one way the controllers write status: a merge patch of the difference
 // between before and obj, sent only when status changed, with an optimistic lock. The lock
 // makes a reconcile that read a stale object (before our previous patch reached the cache)
 // fail instead of overwriting newer facts (e.g. minting a second session id).
@@ -25,14 +25,14 @@ var errStatusConflict = fmt.Errorf("status conflict")
 // Status field ownership: the controllers write every status field; the Session API (every
 // replica) writes only status.lastActivityTime, with its own narrow patch, and the controller
 // reads it. A Session API write makes the controller's next patch conflict once and retry.
-func patchStatus[T client.Object](ctx context.Context, c client.Client, before, obj T, statusOf func(T) any) error {
+func PatchStatus[T client.Object](ctx context.Context, c client.Client, before, obj T, statusOf func(T) any) error {
 	if apiequality.Semantic.DeepEqual(statusOf(before), statusOf(obj)) {
 		return nil
 	}
 	patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
 	if err := c.Status().Patch(ctx, obj, patch); err != nil {
 		if apierrors.IsConflict(err) {
-			return errStatusConflict
+			return ErrStatusConflict
 		}
 		return fmt.Errorf("patching status of %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, client.ObjectKeyFromObject(obj), err)
 	}

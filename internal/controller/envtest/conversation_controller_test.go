@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	eventsv1 "k8s.io/api/events/v1"
@@ -14,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+	"github.com/parley-dev/parley/internal/controller"
+	"github.com/parley-dev/parley/internal/metrics"
 )
 
 func newConversation(spec parleyv1alpha1.ConversationSpec) *parleyv1alpha1.Conversation {
@@ -83,6 +86,7 @@ var _ = Describe("Conversation controller on a real apiserver", func() {
 		conv := newConversation(parleyv1alpha1.ConversationSpec{
 			Lifetime: parleyv1alpha1.LifetimeSpec{TTL: &metav1.Duration{Duration: 3 * time.Second}},
 		})
+		expiredBefore := testutil.ToFloat64(metrics.Expirations.WithLabelValues(parleyv1alpha1.ReasonTTLExceeded))
 		Expect(k8sClient.Create(ctx, conv)).To(Succeed())
 		Eventually(func(g Gomega) {
 			fetch(conv)(g)
@@ -101,6 +105,11 @@ var _ = Describe("Conversation controller on a real apiserver", func() {
 		Expect(meta.IsStatusConditionFalse(conv.Status.Conditions, parleyv1alpha1.ConditionReady)).To(BeTrue())
 		// The transition happened no earlier than the expiry instant.
 		Expect(cond.LastTransitionTime.Time).To(BeTemporally(">=", conv.Status.ExpiresAt.Add(-time.Second)))
+
+		By("counting the expiry by reason")
+		Eventually(func() float64 {
+			return testutil.ToFloat64(metrics.Expirations.WithLabelValues(parleyv1alpha1.ReasonTTLExceeded))
+		}).Should(BeNumerically(">", expiredBefore))
 
 		By("recording an Expired event on the object")
 		Eventually(func(g Gomega) {
@@ -138,9 +147,50 @@ var _ = Describe("Conversation controller on a real apiserver", func() {
 			},
 		})
 		Expect(k8sClient.Create(ctx, conv)).To(Succeed())
+		Eventually(fetch(conv)).Should(Succeed())
 		Eventually(func() bool {
 			return apierrors.IsNotFound(k8sClient.Get(ctx, clientKey(conv), &parleyv1alpha1.Conversation{}))
 		}).WithTimeout(30 * time.Second).Should(BeTrue())
+		Eventually(func() []string { return eventReasons(conv) }).Should(ContainElement(parleyv1alpha1.EventDeleted))
+	})
+
+	It("does not poll an idle Conversation: it is reconciled only when something changes", func() {
+		conv := newConversation(parleyv1alpha1.ConversationSpec{
+			Lifetime: parleyv1alpha1.LifetimeSpec{TTL: &metav1.Duration{Duration: time.Hour}},
+		})
+		Expect(k8sClient.Create(ctx, conv)).To(Succeed())
+		Eventually(historyReady(conv)).Should(Succeed())
+		// Settled: the reconcile of its own last status write changed nothing.
+		var settled int64
+		Eventually(func() int64 {
+			prev := settled
+			settled = reconcileCount(conv)
+			return settled - prev
+		}).WithPolling(time.Second).Should(BeZero())
+		Consistently(func() int64 { return reconcileCount(conv) }).WithTimeout(4 * time.Second).Should(Equal(settled))
+	})
+
+	It("refuses a status write from a stale copy (optimistic lock), so a second session id is never minted", func() {
+		conv := newConversation(parleyv1alpha1.ConversationSpec{})
+		Expect(k8sClient.Create(ctx, conv)).To(Succeed())
+		Eventually(historyReady(conv)).Should(Succeed())
+		stale := conv.DeepCopy()
+
+		By("another writer changing the object after our read")
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			fresh := &parleyv1alpha1.Conversation{}
+			Expect(k8sClient.Get(ctx, clientKey(conv), fresh)).To(Succeed())
+			fresh.Spec.Lifetime.TTL = &metav1.Duration{Duration: 5 * time.Hour}
+			return k8sClient.Update(ctx, fresh)
+		})).To(Succeed())
+
+		forged := stale.DeepCopy()
+		forged.Status.SessionID = "00000000-0000-4000-8000-000000000000"
+		err := controller.PatchStatus(ctx, k8sClient, stale, forged,
+			func(c *parleyv1alpha1.Conversation) any { return c.Status })
+		Expect(err).To(MatchError(controller.ErrStatusConflict))
+		Expect(k8sClient.Get(ctx, clientKey(conv), conv)).To(Succeed())
+		Expect(conv.Status.SessionID).To(Equal(stale.Status.SessionID))
 	})
 
 	It("keeps status out of reach of spec writers (status subresource)", func() {

@@ -7,6 +7,8 @@ package envtest
 import (
 	"context"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,6 +45,8 @@ var (
 	repoRoot  string
 	s3srv     *s3server.Server
 	stores    *historystore.Stores
+	// reconciles counts Conversation reconciles per object.
+	reconciles sync.Map
 	// testBucket holds every objectStore history of the suite.
 	testBucket = "parley-envtest"
 )
@@ -102,6 +106,10 @@ var _ = BeforeSuite(func() {
 		Views:                   views,
 		Clock:                   clock.RealClock{},
 		MaxConcurrentReconciles: 4,
+		Observe: func(req ctrl.Request) {
+			n, _ := reconciles.LoadOrStore(req.NamespacedName, new(atomic.Int64))
+			n.(*atomic.Int64).Add(1)
+		},
 	}).SetupWithManager(mgr)).To(Succeed())
 	Expect((&controller.CheckpointReconciler{
 		Client:   mgr.GetClient(),
@@ -126,6 +134,15 @@ var _ = AfterSuite(func() {
 		Expect(testEnv.Stop()).To(Succeed())
 	}
 })
+
+// reconcileCount is how often the Conversation controller reconciled obj so far.
+func reconcileCount(obj client.Object) int64 {
+	n, ok := reconciles.Load(client.ObjectKeyFromObject(obj))
+	if !ok {
+		return 0
+	}
+	return n.(*atomic.Int64).Load()
+}
 
 func clientKey(obj client.Object) client.ObjectKey { return client.ObjectKeyFromObject(obj) }
 
