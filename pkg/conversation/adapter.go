@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -120,6 +121,9 @@ func (a *AdapterStates) UnmarshalJSON(data []byte) error {
 func DecodeAdapterState(adapterType string, data []byte) (AdapterState, error) {
 	if adapterType == "" {
 		return nil, errors.New("conversation: adapter state without a type")
+	}
+	if !utf8.ValidString(adapterType) { // JSON would mangle it: the state would come back as another type
+		return nil, errors.New("conversation: adapter type is not valid UTF-8")
 	}
 	if adapterType == AdapterClaudeAgentSDK {
 		var s ClaudeAgentSDKState

@@ -2,6 +2,7 @@ package conversation
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/go-json-experiment/json"
@@ -90,4 +91,36 @@ func TestAdapterStatesJSON(t *testing.T) {
 	if _, err := json.Marshal(AdapterStates{nil}); err == nil {
 		t.Error("a nil adapter state encoded")
 	}
+}
+
+// FuzzDecodeAdapterState: a state decodes or is refused; one that decodes is of the type it
+// was decoded as, and survives the AdapterStates envelope (how snapshots carry it) unchanged.
+func FuzzDecodeAdapterState(f *testing.F) {
+	f.Add(AdapterClaudeAgentSDK, []byte(`{"sessionId":"s1","createdAt":"2026-01-02T03:04:05Z","workspacePath":"/w","messageCount":3,"isComplete":true,"forkedFrom":"s0"}`))
+	f.Add("langgraph", []byte(`{"adapterType":"langgraph","sessionId":"g","resumable":true,"data":{"thread":1}}`))
+	f.Add(AdapterOpenAI, []byte(`{"sessionId":"o"}`))
+	f.Add("langgraph", []byte(`{"adapterType":"other"}`))
+	f.Fuzz(func(t *testing.T, adapterType string, data []byte) {
+		s, err := DecodeAdapterState(adapterType, data)
+		if err != nil {
+			return
+		}
+		if s.Type() != adapterType {
+			t.Fatalf("decoded as %q, reports type %q", adapterType, s.Type())
+		}
+		encoded, err := json.Marshal(AdapterStates{s})
+		if err != nil {
+			t.Fatalf("a decoded state does not encode: %v", err)
+		}
+		var back AdapterStates
+		if err := json.Unmarshal(encoded, &back); err != nil {
+			t.Fatalf("encoded state %s does not decode: %v", encoded, err)
+		}
+		if len(back) != 1 || !reflect.DeepEqual(back[0], s) {
+			t.Fatalf("round trip changed the state:\n got %#v\nwant %#v", back, s)
+		}
+		if back[0].Resumable() != s.Resumable() || back[0].Session() != s.Session() {
+			t.Fatalf("round trip changed resumability or session: %#v", back[0])
+		}
+	})
 }

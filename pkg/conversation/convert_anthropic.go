@@ -54,6 +54,10 @@ func ToAnthropic(s *State) (AnthropicConversation, error) {
 	}
 	for i := range s.Messages {
 		m := &s.Messages[i]
+		blocks := forAnthropic(m)
+		if len(blocks) == 0 {
+			continue // sends nothing, so it must not split its neighbours into two turns of one role
+		}
 		r := "user"
 		if m.Role == RoleAssistant {
 			r = "assistant"
@@ -64,7 +68,7 @@ func ToAnthropic(s *State) (AnthropicConversation, error) {
 			}
 			role = r
 		}
-		pending = append(pending, forAnthropic(m)...)
+		pending = append(pending, blocks...)
 	}
 	if err := flush(); err != nil {
 		return conv, err
@@ -109,6 +113,9 @@ func FromAnthropic(conv AnthropicConversation) (State, error) {
 		switch am.Role {
 		case "assistant":
 			m.Role = RoleAssistant
+			if hasBlock(m.Blocks, BlockToolResult) {
+				return State{}, fmt.Errorf("message %d: tool_result in an assistant message", i)
+			}
 		case "user":
 			m.Role = RoleUser
 			if hasBlock(m.Blocks, BlockToolResult) {

@@ -1,6 +1,7 @@
 package conversation
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -271,8 +272,14 @@ func openAIBlocks(content jsontext.Value, m *Message) error {
 			switch {
 			case p.Type == "text":
 				m.Blocks = append(m.Blocks, Block{Type: BlockText, Text: p.Text, Extra: p.Rest})
+			case p.Type == "image_url" && p.ImageURL != nil && p.ImageURL.URL == "":
+				return errors.New("image_url part without a url") // nothing to render it back from
 			case p.Type == "image_url" && p.ImageURL != nil:
 				m.Blocks = append(m.Blocks, Block{Type: BlockImage, Media: imageFromURL(p.ImageURL.URL), Extra: p.Rest})
+			case p.Type == "" || BlockType(p.Type) != BlockText && isModelBlockType(BlockType(p.Type)):
+				// Kept raw, it would pass for a block of the model (a tool_result in a user
+				// message); OpenAI has no part of these names.
+				return fmt.Errorf("content part of type %q", p.Type)
 			default:
 				raw, err := json.Marshal(p, lenientJSON)
 				if err != nil {

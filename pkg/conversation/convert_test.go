@@ -1,6 +1,7 @@
 package conversation
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/go-json-experiment/json"
@@ -218,4 +219,94 @@ func TestConvertErrors(t *testing.T) {
 	if _, err := FromAnthropic(AnthropicConversation{Messages: []AnthropicMessage{{Role: "user", Content: []byte(`[1]`)}}}); err == nil {
 		t.Error("non-object Anthropic block accepted")
 	}
+	// Found by the fuzz targets: each read into a state Validate refuses, or lost a block.
+	for _, content := range []string{`[{"text":"x"}]`, `[{"type":"tool_result","tool_use_id":"t"}]`, `[{"type":"image_url","image_url":{}}]`} {
+		if _, err := FromOpenAI([]OpenAIMessage{{Role: "user", Content: []byte(content)}}); err == nil {
+			t.Errorf("OpenAI content %s accepted", content)
+		}
+	}
+	for _, content := range []string{`[{}]`, `[{"type":"tool_result","tool_use_id":"t"}]`} {
+		if _, err := FromAnthropic(AnthropicConversation{Messages: []AnthropicMessage{{Role: "assistant", Content: []byte(content)}}}); err == nil {
+			t.Errorf("Anthropic assistant content %s accepted", content)
+		}
+	}
+}
+
+// A message with nothing to send must not split the turn of one role around it in two: the
+// wire form would change on the next round trip (FuzzFromAnthropic).
+func TestToAnthropicSkipsEmptyMessages(t *testing.T) {
+	s := NewState("s")
+	s.Messages = []Message{
+		{ID: "a", Seq: 1, Role: RoleAssistant, Blocks: []Block{{Type: BlockText, Text: "one"}}},
+		{ID: "u", Seq: 2, Role: RoleUser},
+		{ID: "b", Seq: 3, Role: RoleAssistant, Blocks: []Block{{Type: BlockText, Text: "two"}}},
+	}
+	conv, err := ToAnthropic(&s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(conv.Messages) != 1 || conv.Messages[0].Role != "assistant" {
+		t.Fatalf("got %+v, want one assistant message", conv.Messages)
+	}
+}
+
+// wireFixpoint checks what the fuzz targets of the converters promise: a state read from a
+// provider's wire form keeps the model's invariants, and its wire form is a fixed point —
+// rendering it, reading that back and rendering again gives the same JSON. render and read
+// convert in each direction.
+func wireFixpoint[W any](t *testing.T, s State, render func(*State) (W, error), read func(W) (State, error)) {
+	t.Helper()
+	if err := s.Validate(); err != nil {
+		t.Fatalf("read state breaks an invariant: %v", err)
+	}
+	w1, err := render(&s)
+	if err != nil {
+		t.Fatalf("read state does not render: %v", err)
+	}
+	s2, err := read(w1)
+	if err != nil {
+		t.Fatalf("rendered wire form does not read back: %v", err)
+	}
+	w2, err := render(&s2)
+	if err != nil {
+		t.Fatalf("second render: %v", err)
+	}
+	j1, _ := json.Marshal(w1, lenientJSON, json.Deterministic(true))
+	j2, _ := json.Marshal(w2, lenientJSON, json.Deterministic(true))
+	if !bytes.Equal(j1, j2) {
+		t.Fatalf("wire form is not stable:\n first %s\nsecond %s", j1, j2)
+	}
+}
+
+func FuzzFromOpenAI(f *testing.F) {
+	f.Add([]byte(openAIWire))
+	f.Add([]byte(`[{"role":"developer","content":[{"type":"text","text":"a"}]},{"role":"tool","tool_call_id":"c","content":null},{"role":"tool","content":"x"}]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var wire []OpenAIMessage
+		if json.Unmarshal(data, &wire, lenientJSON) != nil {
+			return
+		}
+		s, err := FromOpenAI(wire)
+		if err != nil {
+			return
+		}
+		wireFixpoint(t, s, ToOpenAI, FromOpenAI)
+	})
+}
+
+func FuzzFromAnthropic(f *testing.F) {
+	f.Add([]byte(anthropicWire))
+	f.Add([]byte(`{"system":"terse","messages":[{"role":"user","content":"hi"},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"x"}]}]}]}`))
+	f.Add([]byte(`{"messages":[{"role":"assistant","content":[{"type":"tool_result","tool_use_id":"t"}]}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var conv AnthropicConversation
+		if json.Unmarshal(data, &conv, lenientJSON) != nil {
+			return
+		}
+		s, err := FromAnthropic(conv)
+		if err != nil {
+			return
+		}
+		wireFixpoint(t, s, ToAnthropic, FromAnthropic)
+	})
 }

@@ -231,6 +231,15 @@ func (m *Message) Text() string {
 	return string(buf)
 }
 
+// isModelBlockType reports whether t is a block kind the model defines (not one kept raw).
+func isModelBlockType(t BlockType) bool {
+	switch t {
+	case BlockText, BlockThinking, BlockRedactedThinking, BlockToolUse, BlockToolResult, BlockImage, BlockDocument:
+		return true
+	}
+	return false
+}
+
 func blockIDs(blocks []Block, kind BlockType) []string {
 	var ids []string
 	for i := range blocks {
