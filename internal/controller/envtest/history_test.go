@@ -2,8 +2,8 @@ package envtest
 
 import (
 	"crypto/sha256"
-	"fmt"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"

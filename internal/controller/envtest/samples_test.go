@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-
 var _ = Describe("config/samples", func() {
 	It("are all admitted by the apiserver", func() {
 		dir := filepath.Join(repoRoot, "config", "samples")

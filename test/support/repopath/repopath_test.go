@@ -14,7 +14,7 @@ func TestRootFindsTheModule(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
 		t.Fatalf("Root() = %s holds no go.mod: %v", root, err)
 	}
-	if _, err := os.Stat(filepath.Join(root, "internal", "repopath", "repopath.go")); err != nil {
+	if _, err := os.Stat(filepath.Join(root, "test", "support", "repopath", "repopath.go")); err != nil {
 		t.Fatalf("Root() = %s is not this repository: %v", root, err)
 	}
 }
