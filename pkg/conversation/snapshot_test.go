@@ -2,6 +2,8 @@ package conversation
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"strings"
 	"testing"
@@ -144,6 +146,13 @@ func FuzzUnmarshalSnapshot(f *testing.F) {
 	data, _ = MarshalSnapshot(&small, SnapshotMetadata{CreatedAt: snapshotTime})
 	f.Add(data)
 	f.Add([]byte(`{"format":"x"}`))
+	// Written by hand, not by MarshalSnapshot, so a lossy encoder cannot shape its own seed.
+	payload := `{"schemaVersion":"1.0","sessionId":"s","cwd":"/w","system":{"id":"sys","role":"system","blocks":[{"type":"text","text":"be brief"}]},` +
+		`"messages":[{"id":"a","seq":1,"role":"user","blocks":[{"type":"text","text":"hi"}],"turn":1,"future":true}],` +
+		`"adapters":[{"type":"langgraph","state":{"adapterType":"langgraph","resumable":true}}]}`
+	sum := sha256.Sum256([]byte(payload))
+	f.Add([]byte(`{"format":"` + SnapshotFormat + `","metadata":{"schemaVersion":"1.2","createdAt":"2026-11-22T03:04:05+01:00",` +
+		`"checkpoint":"c1","turn":1,"messages":1,"digest":"sha256:` + hex.EncodeToString(sum[:]) + `","newField":1},"payload":` + payload + `}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		snap, err := UnmarshalSnapshot(data)
 		if err != nil {
@@ -152,13 +161,28 @@ func FuzzUnmarshalSnapshot(f *testing.F) {
 			}
 			return
 		}
-		// What decodes must encode and decode to the same state.
+		// What decodes must encode and decode to the same state and metadata (but for the
+		// fields MarshalSnapshot fills in), and encoding that again gives the same bytes.
 		out, err := MarshalSnapshot(&snap.State, snap.Metadata)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := UnmarshalSnapshot(out); err != nil {
+		again, err := UnmarshalSnapshot(out)
+		if err != nil {
 			t.Fatal(err)
+		}
+		want := snap
+		want.Metadata.SchemaVersion, want.Metadata.SessionID = SchemaVersion, snap.State.SessionID
+		want.Metadata.Messages, want.Metadata.Digest = len(snap.State.Messages), again.Metadata.Digest
+		if diff := cmp.Diff(want, again); diff != "" {
+			t.Fatalf("snapshot changed in a round trip (-first +second):\n%s", diff)
+		}
+		out2, err := MarshalSnapshot(&again.State, again.Metadata)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(out, out2) {
+			t.Fatalf("encoding is not stable:\n%s\n%s", out, out2)
 		}
 	})
 }

@@ -94,6 +94,11 @@ func ImportOpenCode(data []byte) (State, error) {
 		s.Messages[i].Seq = int64(i + 1)
 	}
 	NumberTurns(s.Messages)
+	// An export repeating a message id (or one named like another's "/tool-results")
+	// cannot be a state: refuse it whole rather than return one Validate rejects.
+	if err := s.Validate(); err != nil {
+		return State{}, fmt.Errorf("%w: %w", ErrTranscript, err)
+	}
 	return s, nil
 }
 

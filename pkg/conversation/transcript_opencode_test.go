@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestImportOpenCode(t *testing.T) {
@@ -83,6 +84,7 @@ func TestImportOpenCodeErrors(t *testing.T) {
 		`{"info":{"id":"s"},"messages":[{"info":{"id":"m","role":"robot"},"parts":[]}]}`,
 		`{"info":{"id":"s"},"messages":[{"info":{"role":"user"},"parts":[]}]}`,
 		`{"info":{"id":"s"},"messages":[{"info":{"id":"m","role":"user"},"parts":[7]}]}`,
+		`{"info":{"id":"s"},"messages":[{"info":{"id":"m","role":"user"},"parts":[]},{"info":{"id":"m","role":"user"},"parts":[]}]}`,
 	} {
 		if _, err := ImportOpenCode([]byte(in)); !errors.Is(err, ErrTranscript) {
 			t.Errorf("%s: err = %v", in, err)
@@ -107,6 +109,7 @@ func FuzzImportOpenCode(f *testing.F) {
 	}
 	f.Add(compactSeed(f, head, 1))
 	f.Add([]byte(`{"info":{"id":"s"},"messages":[{"info":{"id":"m","role":"assistant"},"parts":[{"type":"tool","callID":"c","tool":"task","state":{"status":"running","input":{}}}]}]}`))
+	f.Add([]byte(`{"info":{"id":"s"},"messages":[{"info":{"id":"m","role":"user"},"parts":[]},{"info":{"id":"m","role":"user"},"parts":[]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := ImportOpenCode(data)
 		if err != nil {
@@ -115,8 +118,39 @@ func FuzzImportOpenCode(f *testing.F) {
 			}
 			return
 		}
+		if err := s.Validate(); err != nil {
+			t.Fatalf("imported state breaks an invariant: %v", err)
+		}
+		// Every exported message is one message, its tool results one more after it.
+		var exp struct {
+			Messages []jsontext.Value `json:"messages"`
+		}
+		if err := json.Unmarshal(data, &exp, lenientJSON); err != nil {
+			t.Fatal(err)
+		}
+		own := 0
+		for _, m := range s.Messages {
+			if m.Role != RoleTool {
+				own++
+			}
+		}
+		if own != len(exp.Messages) {
+			t.Fatalf("%d messages exported, %d imported", len(exp.Messages), own)
+		}
 		if _, err := ToAnthropic(&s); err != nil {
 			t.Fatalf("imported state does not render: %v", err)
+		}
+		// Whatever an importer accepts can be checkpointed and comes back the same.
+		snap, err := MarshalSnapshot(&s, SnapshotMetadata{CreatedAt: snapshotTime})
+		if err != nil {
+			t.Fatalf("imported state does not snapshot: %v", err)
+		}
+		back, err := UnmarshalSnapshot(snap)
+		if err != nil {
+			t.Fatalf("snapshot of the imported state does not decode: %v", err)
+		}
+		if diff := cmp.Diff(s, back.State); diff != "" {
+			t.Fatalf("imported state changed in a snapshot (-imported +decoded):\n%s", diff)
 		}
 	})
 }
