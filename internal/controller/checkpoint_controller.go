@@ -118,8 +118,10 @@ func (r *CheckpointReconciler) decide(ctx context.Context, ckpt *parleyv1alpha1.
 	st.ObservedGeneration = ckpt.Generation
 	set := func(status metav1.ConditionStatus, phase parleyv1alpha1.CheckpointPhase, reason, msg string) {
 		st.Phase = phase
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: parleyv1alpha1.ConditionReady, Status: status,
-			Reason: reason, Message: msg, ObservedGeneration: ckpt.Generation})
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: parleyv1alpha1.ConditionReady, Status: status,
+			Reason: reason, Message: msg, ObservedGeneration: ckpt.Generation,
+		})
 	}
 	hist := meta.FindStatusCondition(conv.Status.Conditions, parleyv1alpha1.ConditionHistoryAvailable)
 	switch {

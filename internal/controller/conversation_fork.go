@@ -22,28 +22,36 @@ func (r *ConversationReconciler) forkedState(ctx context.Context, conv *parleyv1
 	ckpt := &parleyv1alpha1.Checkpoint{}
 	if err := r.Get(ctx, types.NamespacedName{Namespace: conv.Namespace, Name: name}, ckpt); err != nil {
 		if apierrors.IsNotFound(err) {
-			return conversation.State{}, &historystore.Error{Reason: parleyv1alpha1.ReasonCheckpointNotFound,
-				Message: fmt.Sprintf("Checkpoint %s/%s (spec.forkFrom.checkpoint) does not exist", conv.Namespace, name)}
+			return conversation.State{}, &historystore.Error{
+				Reason:  parleyv1alpha1.ReasonCheckpointNotFound,
+				Message: fmt.Sprintf("Checkpoint %s/%s (spec.forkFrom.checkpoint) does not exist", conv.Namespace, name),
+			}
 		}
 		return conversation.State{}, err
 	}
 	if ckpt.Status.Phase != parleyv1alpha1.CheckpointReady || ckpt.Status.Digest == "" {
-		return conversation.State{}, &historystore.Error{Reason: parleyv1alpha1.ReasonCheckpointNotReady,
+		return conversation.State{}, &historystore.Error{
+			Reason: parleyv1alpha1.ReasonCheckpointNotReady,
 			Message: fmt.Sprintf("Checkpoint %s/%s (spec.forkFrom.checkpoint) has no snapshot yet (phase %q); the fork waits for it",
-				conv.Namespace, name, ckpt.Status.Phase)}
+				conv.Namespace, name, ckpt.Status.Phase),
+		}
 	}
 	source := &parleyv1alpha1.Conversation{}
 	if err := r.Get(ctx, types.NamespacedName{Namespace: conv.Namespace, Name: ckpt.Spec.ConversationRef.Name}, source); err != nil {
 		if apierrors.IsNotFound(err) {
-			return conversation.State{}, &historystore.Error{Reason: parleyv1alpha1.ReasonCheckpointNotFound,
-				Message: fmt.Sprintf("the Conversation %s of Checkpoint %s is gone, and its snapshots with it", ckpt.Spec.ConversationRef.Name, name)}
+			return conversation.State{}, &historystore.Error{
+				Reason:  parleyv1alpha1.ReasonCheckpointNotFound,
+				Message: fmt.Sprintf("the Conversation %s of Checkpoint %s is gone, and its snapshots with it", ckpt.Spec.ConversationRef.Name, name),
+			}
 		}
 		return conversation.State{}, err
 	}
 	if source.Status.SessionID != ckpt.Status.SessionID {
-		return conversation.State{}, &historystore.Error{Reason: parleyv1alpha1.ReasonCheckpointNotFound,
+		return conversation.State{}, &historystore.Error{
+			Reason: parleyv1alpha1.ReasonCheckpointNotFound,
 			Message: fmt.Sprintf("Checkpoint %s belongs to session %s, but Conversation %s is now session %s",
-				name, ckpt.Status.SessionID, source.Name, source.Status.SessionID)}
+				name, ckpt.Status.SessionID, source.Name, source.Status.SessionID),
+		}
 	}
 	h, err := r.Stores.Open(ctx, source, false)
 	if err != nil {
@@ -64,8 +72,10 @@ func (r *ConversationReconciler) forkedState(ctx context.Context, conv *parleyv1
 }
 
 func snapshotCorrupt(checkpoint string, err error) error {
-	return &historystore.Error{Reason: parleyv1alpha1.ReasonSnapshotCorrupt,
-		Message: fmt.Sprintf("the snapshot of Checkpoint %s failed verification and was not used", checkpoint), Err: err}
+	return &historystore.Error{
+		Reason:  parleyv1alpha1.ReasonSnapshotCorrupt,
+		Message: fmt.Sprintf("the snapshot of Checkpoint %s failed verification and was not used", checkpoint), Err: err,
+	}
 }
 
 // forkOf is a snapshot's state as the first state of a new session: the new session id, and a

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -227,8 +226,10 @@ func (r *ConversationReconciler) initRecords(ctx context.Context, conv *parleyv1
 		}
 		state, format, err := journal.ParseSeed([]byte(data), string(seed.Format))
 		if err != nil {
-			return nil, "", &historystore.Error{Reason: parleyv1alpha1.ReasonSeedInvalid,
-				Message: fmt.Sprintf("seed %s/%s (format %s) cannot be read; fix the ConfigMap", seed.ConfigMapKeyRef.Name, seed.ConfigMapKeyRef.Key, format), Err: err}
+			return nil, "", &historystore.Error{
+				Reason:  parleyv1alpha1.ReasonSeedInvalid,
+				Message: fmt.Sprintf("seed %s/%s (format %s) cannot be read; fix the ConfigMap", seed.ConfigMapKeyRef.Name, seed.ConfigMapKeyRef.Key, format), Err: err,
+			}
 		}
 		if conv.Spec.SystemPrompt != nil {
 			state.System = nil // spec.systemPrompt wins over a system line of the seed
@@ -247,11 +248,15 @@ func (r *ConversationReconciler) configMapValue(ctx context.Context, namespace s
 	cm := &corev1.ConfigMap{}
 	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, cm); err != nil {
 		if apierrors.IsNotFound(err) {
-			return "", &historystore.Error{Reason: parleyv1alpha1.ReasonConfigMapNotFound,
-				Message: fmt.Sprintf("ConfigMap %s/%s (%s) does not exist", namespace, ref.Name, field)}
+			return "", &historystore.Error{
+				Reason:  parleyv1alpha1.ReasonConfigMapNotFound,
+				Message: fmt.Sprintf("ConfigMap %s/%s (%s) does not exist", namespace, ref.Name, field),
+			}
 		}
-		return "", &historystore.Error{Reason: parleyv1alpha1.ReasonStoreUnavailable,
-			Message: fmt.Sprintf("reading ConfigMap %s/%s (%s)", namespace, ref.Name, field), Err: err}
+		return "", &historystore.Error{
+			Reason:  parleyv1alpha1.ReasonStoreUnavailable,
+			Message: fmt.Sprintf("reading ConfigMap %s/%s (%s)", namespace, ref.Name, field), Err: err,
+		}
 	}
 	if v, ok := cm.Data[ref.Key]; ok {
 		return v, nil
@@ -259,8 +264,10 @@ func (r *ConversationReconciler) configMapValue(ctx context.Context, namespace s
 	if v, ok := cm.BinaryData[ref.Key]; ok {
 		return string(v), nil
 	}
-	return "", &historystore.Error{Reason: parleyv1alpha1.ReasonConfigMapKeyNotFound,
-		Message: fmt.Sprintf("ConfigMap %s/%s (%s) has no key %q", namespace, ref.Name, field, ref.Key)}
+	return "", &historystore.Error{
+		Reason:  parleyv1alpha1.ReasonConfigMapKeyNotFound,
+		Message: fmt.Sprintf("ConfigMap %s/%s (%s) has no key %q", namespace, ref.Name, field, ref.Key),
+	}
 }
 
 // historyFailed records a failure to reach or initialise the history: HistoryAvailable=False
@@ -275,6 +282,3 @@ func (r *ConversationReconciler) historyFailed(s *conversationScope, err error) 
 	s.setCondition(parleyv1alpha1.ConditionHistoryAvailable, metav1.ConditionFalse, reason, msg)
 	s.retryErr = fmt.Errorf("history of %s/%s: %s: %w", s.conv.Namespace, s.conv.Name, reason, err)
 }
-
-// historyRetryFloor keeps the first retries of a failing history from hammering the store.
-const historyRetryFloor = time.Second

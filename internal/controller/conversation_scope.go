@@ -69,11 +69,6 @@ func (s *conversationScope) condition(condType string) *metav1.Condition {
 	return meta.FindStatusCondition(s.status.Conditions, condType)
 }
 
-// wasTrue reports whether a condition was True in the status as read.
-func (s *conversationScope) wasTrue(condType string) bool {
-	return meta.IsStatusConditionTrue(s.conv.Status.Conditions, condType)
-}
-
 func (s *conversationScope) event(reason, action, format string, args ...any) {
 	s.events = append(s.events, pendingEvent{reason: reason, action: action, message: fmt.Sprintf(format, args...)})
 }

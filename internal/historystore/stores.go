@@ -437,8 +437,10 @@ func (s *Stores) secret(ctx context.Context, key types.NamespacedName) (*corev1.
 // s3ConfigID identifies a configuration with its credentials, without keeping them readable.
 func s3ConfigID(cfg s3.Config) string {
 	h := sha256.New()
-	for _, part := range []string{cfg.Endpoint, cfg.Bucket, cfg.Prefix, cfg.Region, fmt.Sprint(cfg.Insecure),
-		string(cfg.Addressing), cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken, string(cfg.CABundle)} {
+	for _, part := range []string{
+		cfg.Endpoint, cfg.Bucket, cfg.Prefix, cfg.Region, fmt.Sprint(cfg.Insecure),
+		string(cfg.Addressing), cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken, string(cfg.CABundle),
+	} {
 		h.Write([]byte(part))
 		h.Write([]byte{0})
 	}

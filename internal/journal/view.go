@@ -163,9 +163,7 @@ func (v *View) turnOf(role conversation.Role) int {
 func (v *View) applyEvent(ev *conversation.Event, seq uint64) error {
 	s := &v.State
 	before := len(s.Messages)
-	if err := s.Apply(*ev); err != nil {
-		// The Session API validated the event before storing it; one that no longer applies
-		// (e.g. a block for a thread folded by compaction) is skipped, not fatal.
+	if !applies(s, ev) {
 		return nil
 	}
 	main := ev.ConversationID == "" || ev.ConversationID == conversation.MainThread
@@ -241,4 +239,11 @@ func (v *View) TokensOf(s *conversation.State) int {
 		total += c
 	}
 	return total
+}
+
+// applies an event in place and reports whether it did. The Session API validated the
+// event before storing it; one that no longer applies (e.g. a block of a thread folded by
+// compaction) is skipped rather than failing the whole view.
+func applies(s *conversation.State, ev *conversation.Event) bool {
+	return s.Apply(*ev) == nil
 }

@@ -29,7 +29,7 @@ import (
 )
 
 // seedConfigMap holds the Claude Code transcript of testdata as a seed.
-func seedConfigMap(namespace, name string) (*corev1.ConfigMap, conversation.State) {
+func seedConfigMap(name string) (*corev1.ConfigMap, conversation.State) {
 	data, err := os.ReadFile(filepath.Join("testdata", "claude-seed.jsonl"))
 	Expect(err).NotTo(HaveOccurred())
 	state, format, err := journal.ParseSeed(data, journal.SeedAuto)
@@ -37,7 +37,7 @@ func seedConfigMap(namespace, name string) (*corev1.ConfigMap, conversation.Stat
 	Expect(format).To(Equal(journal.SeedClaudeCode))
 	Expect(state.Messages).NotTo(BeEmpty())
 	return &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
 		Data:       map[string]string{"transcript.jsonl": string(data)},
 	}, state
 }
@@ -50,12 +50,13 @@ func historyReady(conv *parleyv1alpha1.Conversation) func(g Gomega) {
 	}
 }
 
-func historyReason(conv *parleyv1alpha1.Conversation, status metav1.ConditionStatus, reason string) func(g Gomega) {
+// historyUnavailable waits for HistoryAvailable=False with a reason.
+func historyUnavailable(conv *parleyv1alpha1.Conversation, reason string) func(g Gomega) {
 	return func(g Gomega) {
 		fetch(conv)(g)
 		c := meta.FindStatusCondition(conv.Status.Conditions, parleyv1alpha1.ConditionHistoryAvailable)
 		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Status).To(Equal(status), c.Message)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse), c.Message)
 		g.Expect(c.Reason).To(Equal(reason), c.Message)
 	}
 }
@@ -97,7 +98,7 @@ func checkpointReady(ckpt *parleyv1alpha1.Checkpoint) func(g Gomega) {
 
 var _ = Describe("History kept by the operator", func() {
 	It("initialises a history with the system prompt and a Claude Code seed, once", func() {
-		cm, seed := seedConfigMap("default", "seed-"+strings.ToLower(randSuffix()))
+		cm, seed := seedConfigMap("seed-" + strings.ToLower(randSuffix()))
 		Expect(k8sClient.Create(ctx, cm)).To(Succeed())
 		conv := newConversation(parleyv1alpha1.ConversationSpec{
 			SystemPrompt: &parleyv1alpha1.SystemPrompt{Text: "You are a careful agent."},
@@ -144,13 +145,13 @@ var _ = Describe("History kept by the operator", func() {
 			Seed: &parleyv1alpha1.SeedSource{ConfigMapKeyRef: parleyv1alpha1.ConfigMapKeyReference{Name: name, Key: "transcript.jsonl"}},
 		})
 		Expect(k8sClient.Create(ctx, conv)).To(Succeed())
-		Eventually(historyReason(conv, metav1.ConditionFalse, parleyv1alpha1.ReasonConfigMapNotFound)).Should(Succeed())
+		Eventually(historyUnavailable(conv, parleyv1alpha1.ReasonConfigMapNotFound)).Should(Succeed())
 		Expect(conv.Status.Phase).To(Equal(parleyv1alpha1.ConversationPending))
 		Expect(meta.FindStatusCondition(conv.Status.Conditions, parleyv1alpha1.ConditionReady).Reason).
 			To(Equal(parleyv1alpha1.ReasonConfigMapNotFound))
 		Eventually(func() []string { return eventReasons(conv) }).Should(ContainElement(parleyv1alpha1.EventHistoryUnavailable))
 
-		cm, seed := seedConfigMap("default", name)
+		cm, seed := seedConfigMap(name)
 		Expect(k8sClient.Create(ctx, cm)).To(Succeed())
 		// Recovery needs nothing on the Conversation: the retry with backoff finds the seed.
 		Eventually(historyReady(conv)).WithTimeout(60 * time.Second).Should(Succeed())
@@ -167,12 +168,12 @@ var _ = Describe("History kept by the operator", func() {
 			Seed: &parleyv1alpha1.SeedSource{ConfigMapKeyRef: parleyv1alpha1.ConfigMapKeyReference{Name: cm.Name, Key: "seed"}},
 		})
 		Expect(k8sClient.Create(ctx, conv)).To(Succeed())
-		Eventually(historyReason(conv, metav1.ConditionFalse, parleyv1alpha1.ReasonSeedInvalid)).Should(Succeed())
+		Eventually(historyUnavailable(conv, parleyv1alpha1.ReasonSeedInvalid)).Should(Succeed())
 		Expect(meta.FindStatusCondition(conv.Status.Conditions, parleyv1alpha1.ConditionHistoryAvailable).Message).To(ContainSubstring("line 2"))
 	})
 
 	It("writes a Checkpoint whose digest verifies, and forks a new session from it", func() {
-		cm, seed := seedConfigMap("default", "fork-seed-"+randSuffix())
+		cm, seed := seedConfigMap("fork-seed-" + randSuffix())
 		Expect(k8sClient.Create(ctx, cm)).To(Succeed())
 		src := newConversation(parleyv1alpha1.ConversationSpec{
 			Seed: &parleyv1alpha1.SeedSource{ConfigMapKeyRef: parleyv1alpha1.ConfigMapKeyReference{Name: cm.Name, Key: "transcript.jsonl"}},
@@ -228,7 +229,7 @@ var _ = Describe("History kept by the operator", func() {
 	})
 
 	It("takes Scheduled checkpoints every N turns and keeps spec.checkpoints.keep of them", func() {
-		cm, _ := seedConfigMap("default", "sched-seed-"+randSuffix())
+		cm, _ := seedConfigMap("sched-seed-" + randSuffix())
 		Expect(k8sClient.Create(ctx, cm)).To(Succeed())
 		conv := newConversation(parleyv1alpha1.ConversationSpec{
 			Seed:        &parleyv1alpha1.SeedSource{ConfigMapKeyRef: parleyv1alpha1.ConfigMapKeyReference{Name: cm.Name, Key: "transcript.jsonl"}},
@@ -260,11 +261,11 @@ var _ = Describe("History kept by the operator", func() {
 	It("makes a fork of a missing Checkpoint wait with CheckpointNotFound", func() {
 		fork := newConversation(parleyv1alpha1.ConversationSpec{ForkFrom: &parleyv1alpha1.ForkSource{Checkpoint: "no-such-" + randSuffix()}})
 		Expect(k8sClient.Create(ctx, fork)).To(Succeed())
-		Eventually(historyReason(fork, metav1.ConditionFalse, parleyv1alpha1.ReasonCheckpointNotFound)).Should(Succeed())
+		Eventually(historyUnavailable(fork, parleyv1alpha1.ReasonCheckpointNotFound)).Should(Succeed())
 	})
 
 	It("archives on expiry: exactly one final checkpoint, no live segments, after a restart found it half done", func() {
-		cm, seed := seedConfigMap("default", "archive-seed-"+randSuffix())
+		cm, seed := seedConfigMap("archive-seed-" + randSuffix())
 		Expect(k8sClient.Create(ctx, cm)).To(Succeed())
 		conv := newConversation(parleyv1alpha1.ConversationSpec{
 			Seed: &parleyv1alpha1.SeedSource{ConfigMapKeyRef: parleyv1alpha1.ConfigMapKeyReference{Name: cm.Name, Key: "transcript.jsonl"}},
@@ -282,7 +283,7 @@ var _ = Describe("History kept by the operator", func() {
 		Expect(k8sClient.Create(ctx, final)).To(Succeed())
 		Eventually(checkpointReady(final)).Should(Succeed())
 
-		Eventually(historyReason(conv, metav1.ConditionFalse, parleyv1alpha1.ReasonHistoryArchived)).WithTimeout(40 * time.Second).Should(Succeed())
+		Eventually(historyUnavailable(conv, parleyv1alpha1.ReasonHistoryArchived)).WithTimeout(40 * time.Second).Should(Succeed())
 		Expect(conv.Status.LatestCheckpoint).To(Equal(final.Name))
 		Expect(conv.Status.Phase).To(Equal(parleyv1alpha1.ConversationExpired))
 
@@ -325,7 +326,7 @@ var _ = Describe("History kept by the operator", func() {
 		})
 		Expect(k8sClient.Create(ctx, conv)).To(Succeed())
 		Eventually(historyReady(conv)).Should(Succeed())
-		Eventually(historyReason(conv, metav1.ConditionFalse, parleyv1alpha1.ReasonHistoryDeleted)).WithTimeout(30 * time.Second).Should(Succeed())
+		Eventually(historyUnavailable(conv, parleyv1alpha1.ReasonHistoryDeleted)).WithTimeout(30 * time.Second).Should(Succeed())
 		_, err := stores.Open(ctx, conv, false)
 		Expect(err).To(MatchError(history.ErrNotFound))
 	})
@@ -336,7 +337,7 @@ var _ = Describe("History in S3-compatible object storage", func() {
 		ns := "default"
 		secretName := "s3-" + randSuffix()
 		prefix := "suite-" + randSuffix()
-		cm, seed := seedConfigMap(ns, "s3-seed-"+randSuffix())
+		cm, seed := seedConfigMap("s3-seed-" + randSuffix())
 		Expect(k8sClient.Create(ctx, cm)).To(Succeed())
 		conv := newConversation(parleyv1alpha1.ConversationSpec{
 			History:      objectStoreHistory(prefix, secretName),
@@ -344,7 +345,7 @@ var _ = Describe("History in S3-compatible object storage", func() {
 			Seed:         &parleyv1alpha1.SeedSource{ConfigMapKeyRef: parleyv1alpha1.ConfigMapKeyReference{Name: cm.Name, Key: "transcript.jsonl"}},
 		})
 		Expect(k8sClient.Create(ctx, conv)).To(Succeed())
-		Eventually(historyReason(conv, metav1.ConditionFalse, parleyv1alpha1.ReasonSecretNotFound)).Should(Succeed())
+		Eventually(historyUnavailable(conv, parleyv1alpha1.ReasonSecretNotFound)).Should(Succeed())
 		Expect(conv.Finalizers).To(ContainElement("parley.dev/history"))
 
 		Expect(k8sClient.Create(ctx, s3Secret(ns, secretName))).To(Succeed())
@@ -369,7 +370,7 @@ var _ = Describe("History in S3-compatible object storage", func() {
 		spec.ObjectStore.Bucket = "no-such-bucket-" + randSuffix()
 		conv := newConversation(parleyv1alpha1.ConversationSpec{History: spec})
 		Expect(k8sClient.Create(ctx, conv)).To(Succeed())
-		Eventually(historyReason(conv, metav1.ConditionFalse, parleyv1alpha1.ReasonBucketNotFound)).Should(Succeed())
+		Eventually(historyUnavailable(conv, parleyv1alpha1.ReasonBucketNotFound)).Should(Succeed())
 		Expect(historystore.Location(conv)).To(HavePrefix("s3://" + spec.ObjectStore.Bucket + "/p/default/"))
 	})
 })

@@ -84,8 +84,10 @@ var _ = BeforeSuite(func() {
 
 	s3srv, err = s3server.Start(s3server.Options{})
 	Expect(err).NotTo(HaveOccurred())
-	Expect(s3.EnsureBucket(ctx, s3.Config{Endpoint: s3srv.Endpoint, Bucket: testBucket, Insecure: true,
-		Addressing: s3.AddressingPath, AccessKeyID: s3srv.AccessKey, SecretAccessKey: s3srv.SecretKey})).To(Succeed())
+	Expect(s3.EnsureBucket(ctx, s3.Config{
+		Endpoint: s3srv.Endpoint, Bucket: testBucket, Insecure: true,
+		Addressing: s3.AddressingPath, AccessKeyID: s3srv.AccessKey, SecretAccessKey: s3srv.SecretKey,
+	})).To(Succeed())
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme.Scheme,

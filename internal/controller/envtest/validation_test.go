@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
+
+	"github.com/parley-dev/parley/test/support/repopath"
 )
 
 // createFromYAML creates the object a user would kubectl-apply, so invalid values that Go types
@@ -330,11 +332,15 @@ func TestEveryCELRuleHasASpec(t *testing.T) {
 		}
 		return true
 	})
-	crds, err := filepath.Glob(filepath.Join(repoRoot, "config", "crd", "bases", "*.yaml"))
+	root, err := repopath.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds, err := filepath.Glob(filepath.Join(root, "config", "crd", "bases", "*.yaml"))
 	if err != nil || len(crds) == 0 {
 		t.Fatalf("no CRDs found: %v", err)
 	}
-	var messages []string
+	messages := make([]string, 0, 64)
 	for _, path := range crds {
 		data, err := os.ReadFile(path)
 		if err != nil {
