@@ -3,6 +3,7 @@ package engine
 import (
 	"crypto/rand"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -33,12 +34,14 @@ func newNonce(n int) string {
 func newEpochTag(epoch uint64) string { return fmt.Sprintf("e%d-%s", epoch, newNonce(6)) }
 
 func sealedKey(tag string, first, last uint64) string {
-	return fmt.Sprintf("%s.s.%0*d-%0*d", tag, seqDigits, first, seqDigits, last)
+	return tag + ".s." + seqString(first) + "-" + seqString(last)
 }
 
 func tailKey(tag string, first, last uint64) string {
-	return fmt.Sprintf("%s.t.%0*d-%0*d.%s", tag, seqDigits, first, seqDigits, last, newNonce(8))
+	return tag + ".t." + seqString(first) + "-" + seqString(last) + "." + newNonce(8)
 }
+
+func seqString(n uint64) string { return fmt.Sprintf("%0*d", seqDigits, n) }
 
 func sealedPrefix(tag string) string { return tag + ".s." }
 
@@ -49,14 +52,30 @@ type dataKey struct {
 	first, last uint64
 }
 
+// parseDataKey accepts a key only in the form the keys above write: readers
+// and Retain rebuild sealed keys from the parsed range, so a key read in
+// another form ("e1-x.s.1-2", a suffix) would name an object that does not
+// exist, or be mistaken for a segment.
 func parseDataKey(key string) (dataKey, bool) {
 	parts := strings.Split(key, ".")
-	if len(parts) < 3 || (parts[1] != "s" && parts[1] != "t") {
+	var k dataKey
+	switch {
+	case len(parts) == 3 && parts[1] == "s":
+	case len(parts) == 4 && parts[1] == "t" && parts[3] != "":
+		k.tail = true
+	default:
 		return dataKey{}, false
 	}
-	var k dataKey
-	k.tag, k.tail = parts[0], parts[1] == "t"
-	if _, err := fmt.Sscanf(parts[2], "%d-%d", &k.first, &k.last); err != nil || k.first == 0 || k.last < k.first {
+	k.tag = parts[0]
+	first, last, ok := strings.Cut(parts[2], "-")
+	if k.tag == "" || !ok {
+		return dataKey{}, false
+	}
+	var err1, err2 error
+	k.first, err1 = strconv.ParseUint(first, 10, 64)
+	k.last, err2 = strconv.ParseUint(last, 10, 64)
+	if err1 != nil || err2 != nil || k.first == 0 || k.last < k.first ||
+		seqString(k.first) != first || seqString(k.last) != last {
 		return dataKey{}, false
 	}
 	return k, true

@@ -17,6 +17,13 @@ func TestParseDataKey(t *testing.T) {
 		"checkpoint":       {"ckpt.00ff", dataKey{}, false},
 		"first after last": {"e1-x.s.000000000009-000000000003", dataKey{}, false},
 		"sequence zero":    {"e1-x.s.000000000000-000000000003", dataKey{}, false},
+		// Objects the engine never writes (a copy, another tool's file) are not its data.
+		"unpadded":             {"e1-x.s.1-3", dataKey{}, false},
+		"sealed with a suffix": {"e1-x.s.000000000001-000000000003.bak", dataKey{}, false},
+		"tail without a nonce": {"e1-x.t.000000000001-000000000003", dataKey{}, false},
+		"no tag":               {".s.000000000001-000000000003", dataKey{}, false},
+		"a sign":               {"e1-x.s.+00000000001-000000000003", dataKey{}, false},
+		"past 12 digits":       {sealedKey("e1-x", 1, 1234567890123), dataKey{tag: "e1-x", first: 1, last: 1234567890123}, true},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
