@@ -83,6 +83,10 @@ test-e2e: ## End-to-end tests on the local cluster (real control plane and node)
 	hack/build-binaries.sh cluster >/dev/null # before the test timeout starts: cold, this takes minutes
 	$(GO) test -tags e2e ./test/e2e/ -count=1 -v -ginkgo.v -timeout 30m
 
+.PHONY: check-run-local
+check-run-local: ## Run make run-local from a cold cluster state and fail unless it works on the first try (stops the local cluster).
+	hack/check-run-local.sh
+
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME each.
 	hack/fuzz.sh $(FUZZTIME)

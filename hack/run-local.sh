@@ -20,6 +20,25 @@ AGENT_IMAGE=localhost/parley-test-agent:${IMAGE_TAG:-dev}
 
 step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 warn() { printf '\033[33mWARNING: %s\033[0m\n' "$*"; }
+fail() {
+  printf '\033[31mERROR: %s\033[0m\n' "$*" >&2
+  exit 1
+}
+# wait_until TIMEOUT CMD...: run CMD every 0.2 s until it succeeds; fails after TIMEOUT seconds.
+wait_until() {
+  local deadline=$((SECONDS + $1))
+  shift
+  until "$@" >/dev/null 2>&1; do
+    ((SECONDS < deadline)) || return 1
+    sleep 0.2
+  done
+}
+# crds_discoverable: every CRD of config/crd/bases (names in $crd_names) is in discovery.
+crds_discoverable() {
+  local served
+  served=$(kubectl api-resources -o name 2>/dev/null | LC_ALL=C sort) || true
+  [ -z "$(comm -23 <(echo "$crd_names") <(echo "$served"))" ]
+}
 
 if [ "$(id -u)" != 0 ]; then
   echo "make run-local starts containerd and a kubelet: run it as root" >&2
@@ -43,13 +62,20 @@ crds=(config/crd/bases/*.yaml)
 if [ -e "${crds[0]}" ]; then
   # Server-side: the Conversation CRD is too large for the last-applied annotation.
   kubectl apply --server-side --force-conflicts -f config/crd/bases
-  # (kubectl wait fails on a CRD that has no conditions yet, so poll.)
-  for _ in $(seq 1 300); do
-    established=$(kubectl get -f config/crd/bases \
-      -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Established")].status}{"\n"}{end}')
-    [ "$(grep -c True <<<"$established")" = "${#crds[@]}" ] && break
-    sleep 0.2
-  done
+  # A CRD that was just created has no status.conditions for a moment: a jsonpath filter on them
+  # errors then (and set -e ended the first run on a new machine). kubectl wait treats missing
+  # conditions as "not yet", and the objects exist once apply has returned.
+  if ! kubectl wait --for condition=Established --timeout 120s -f config/crd/bases; then
+    kubectl get -f config/crd/bases -o custom-columns='NAME:.metadata.name,CONDITIONS:.status.conditions' >&2 || true
+    fail "the CRDs did not become Established within 120s"
+  fi
+  # Established is not yet served: the apiserver publishes a new group in discovery on its own
+  # schedule. Until then `kubectl apply -k config/samples` says "no matches for kind" and the
+  # manager cannot start its informers. api-resources also refreshes kubectl's discovery cache,
+  # which `kubectl get conv,ckpt` (short names) below reads.
+  crd_names=$(kubectl get -f config/crd/bases -o name | sed 's|^[^/]*/||' | LC_ALL=C sort)
+  wait_until 60 crds_discoverable ||
+    fail "the CRDs are Established but not in the apiserver's discovery after 60s: $(tr '\n' ' ' <<<"$crd_names")"
 else
   warn "no CRDs in config/crd/bases yet"
 fi
@@ -102,11 +128,9 @@ else
     manager_running=1
     manager_where="host process, log $logs/manager.log"
     if [[ $help == *health-probe-bind-address* ]]; then
-      for _ in $(seq 1 150); do
-        curl -sf http://127.0.0.1:8081/readyz >/dev/null && break
-        sleep 0.2
-      done
-      curl -sf http://127.0.0.1:8081/readyz >/dev/null || warn "the manager is not ready yet; see $logs/manager.log"
+      # 60 s: a cold start on a busy 2-core machine is slow (leader election, informer caches).
+      wait_until 60 curl -sf http://127.0.0.1:8081/readyz ||
+        warn "the manager is not ready after 60s; see $logs/manager.log"
     fi
   else
     warn "./cmd/manager does not build: no manager is running"
@@ -151,7 +175,10 @@ spec:
     - name: PARLEY_NAMESPACE
       valueFrom: {fieldRef: {fieldPath: metadata.namespace}}
 EOF
-  kubectl wait --for condition=Ready pod/sample-agent --timeout 120s
+  if ! kubectl wait --for condition=Ready pod/sample-agent --timeout 120s; then
+    kubectl describe pod sample-agent >&2 || true
+    fail "the sample agent pod is not Ready after 120s (events above; kubelet log: $logs/kubelet.log)"
+  fi
 else
   warn "no node: the sample agent pod is skipped"
 fi
