@@ -77,7 +77,7 @@ func (c *anthropicCompleter) complete(ctx context.Context, system, user string, 
 		return "", err
 	}
 	var resp anthropicResponse
-	attempts, err := c.caller.post(ctx, body, &resp)
+	answer, err := c.caller.post(ctx, body, &resp)
 	if err != nil {
 		return "", err
 	}
@@ -89,7 +89,7 @@ func (c *anthropicCompleter) complete(ctx context.Context, system, user string, 
 	}
 	summary := strings.TrimSpace(text.String())
 	if summary == "" {
-		return "", c.caller.answerError(attempts, "no summary: no text content (stop_reason "+quoteOrNone(resp.StopReason)+")")
+		return "", c.caller.answerError(answer, "no summary: no text content (stop_reason "+quoteOrNone(resp.StopReason)+")")
 	}
 	return summary, nil
 }

@@ -161,16 +161,17 @@ func sleepContext(ctx context.Context, d time.Duration) error {
 // post sends body and decodes a 2xx response into out, retrying what may succeed on a later
 // try: transport errors, attempt timeouts, 408, 409, 429 and 5xx (unless the server says
 // x-should-retry: false).
-// It returns the number of attempts made.
-func (c *httpCaller) post(ctx context.Context, body []byte, out any) (int, error) {
+// It returns the answer's status and the number of attempts made.
+func (c *httpCaller) post(ctx context.Context, body []byte, out any) (answered, error) {
 	var last *attemptError
 	for attempt := 1; attempt <= c.cfg.MaxAttempts; attempt++ {
-		respBody, apiErr, retryAfter := c.attempt(ctx, body)
+		respBody, status, apiErr, retryAfter := c.attempt(ctx, body)
 		if apiErr == nil {
+			a := answered{status: status, attempts: attempt}
 			if err := json.Unmarshal(respBody, out); err != nil {
-				return attempt, c.answerError(attempt, "undecodable response body: "+jsonErrorKind(err))
+				return a, c.answerError(a, "undecodable response body: "+jsonErrorKind(err))
 			}
-			return attempt, nil
+			return a, nil
 		}
 		apiErr.Attempts = attempt
 		last = apiErr
@@ -188,14 +189,18 @@ func (c *httpCaller) post(ctx context.Context, body []byte, out any) (int, error
 			break
 		}
 	}
-	return last.Attempts, &last.APIError
+	return answered{status: last.StatusCode, attempts: last.Attempts}, &last.APIError
 }
 
+// answered is the 2xx answer post got: its status (any 2xx, not only 200) and the attempts
+// it took.
+type answered struct{ status, attempts int }
+
 // answerError reports a 2xx response that holds no usable answer.
-func (c *httpCaller) answerError(attempts int, msg string) *APIError {
+func (c *httpCaller) answerError(a answered, msg string) *APIError {
 	return &APIError{
-		Provider: c.provider, Endpoint: redactURL(c.endpoint), StatusCode: http.StatusOK,
-		Message: msg, Attempts: attempts,
+		Provider: c.provider, Endpoint: redactURL(c.endpoint), StatusCode: a.status,
+		Message: msg, Attempts: a.attempts,
 	}
 }
 
@@ -205,9 +210,9 @@ type attemptError struct {
 	retryable bool
 }
 
-// attempt makes one HTTP call. It returns the body of a 2xx response, or the error and the
-// wait the server asked for (0 when it did not).
-func (c *httpCaller) attempt(ctx context.Context, body []byte) ([]byte, *attemptError, time.Duration) {
+// attempt makes one HTTP call. It returns the body and status of a 2xx response, or the
+// error and the wait the server asked for (0 when it did not).
+func (c *httpCaller) attempt(ctx context.Context, body []byte) ([]byte, int, *attemptError, time.Duration) {
 	actx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
 	defer cancel()
 	fail := func(status int, typ, msg string, retryable bool) *attemptError {
@@ -217,7 +222,7 @@ func (c *httpCaller) attempt(ctx context.Context, body []byte) ([]byte, *attempt
 	}
 	req, err := http.NewRequestWithContext(actx, http.MethodPost, c.endpoint.String(), bytes.NewReader(body))
 	if err != nil {
-		return nil, fail(0, "", err.Error(), false), 0
+		return nil, 0, fail(0, "", err.Error(), false), 0
 	}
 	for k, v := range c.headers {
 		req.Header[k] = v
@@ -225,18 +230,18 @@ func (c *httpCaller) attempt(ctx context.Context, body []byte) ([]byte, *attempt
 	resp, err := c.cfg.HTTPClient.Do(req)
 	if err != nil {
 		// Retry unless the caller gave up; an attempt timeout or a dropped connection may pass.
-		return nil, fail(0, "", transportErrorMessage(ctx, actx, err), ctx.Err() == nil), 0
+		return nil, 0, fail(0, "", transportErrorMessage(ctx, actx, err), ctx.Err() == nil), 0
 	}
 	defer func() { _ = resp.Body.Close() }()
 	respBody, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
 	if err != nil {
-		return nil, fail(resp.StatusCode, "", "reading response: "+transportErrorMessage(ctx, actx, err), ctx.Err() == nil), 0
+		return nil, 0, fail(resp.StatusCode, "", "reading response: "+transportErrorMessage(ctx, actx, err), ctx.Err() == nil), 0
 	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		return respBody, nil, 0
+		return respBody, resp.StatusCode, nil, 0
 	}
 	typ, msg := c.decodeError(respBody)
-	return nil, fail(resp.StatusCode, typ, truncate(msg, maxProviderMessage), retryableStatus(resp)), retryAfter(resp.Header)
+	return nil, 0, fail(resp.StatusCode, typ, truncate(msg, maxProviderMessage), retryableStatus(resp)), retryAfter(resp.Header)
 }
 
 func transportErrorMessage(parent, attempt context.Context, err error) string {

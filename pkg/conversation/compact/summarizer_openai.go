@@ -68,19 +68,19 @@ func (c *openAICompleter) complete(ctx context.Context, system, user string, max
 		return "", err
 	}
 	var resp openAIChatResponse
-	attempts, err := c.caller.post(ctx, body, &resp)
+	answer, err := c.caller.post(ctx, body, &resp)
 	if err != nil {
 		return "", err
 	}
 	if len(resp.Choices) == 0 {
-		return "", c.caller.answerError(attempts, "no summary: no choices in response")
+		return "", c.caller.answerError(answer, "no summary: no choices in response")
 	}
 	choice := resp.Choices[0]
 	if choice.Message.Refusal != nil && *choice.Message.Refusal != "" {
-		return "", c.caller.answerError(attempts, "no summary: the model refused")
+		return "", c.caller.answerError(answer, "no summary: the model refused")
 	}
 	if choice.Message.Content == nil || strings.TrimSpace(*choice.Message.Content) == "" {
-		return "", c.caller.answerError(attempts, "no summary: empty content (finish_reason "+quoteOrNone(choice.FinishReason)+")")
+		return "", c.caller.answerError(answer, "no summary: empty content (finish_reason "+quoteOrNone(choice.FinishReason)+")")
 	}
 	return strings.TrimSpace(*choice.Message.Content), nil
 }
