@@ -33,6 +33,13 @@ wait_until() {
     sleep 0.2
   done
 }
+# crds_established: every CRD of config/crd/bases (names in $crd_names) has Established=True.
+crds_established() {
+  local name
+  for name in $crd_names; do
+    [ "$(kubectl get crd "$name" -o go-template='{{with .status}}{{range .conditions}}{{if eq .type "Established"}}{{.status}}{{end}}{{end}}{{end}}')" = True ] || return 1
+  done
+}
 # crds_discoverable: every CRD of config/crd/bases (names in $crd_names) is in discovery.
 crds_discoverable() {
   local served
@@ -62,10 +69,12 @@ crds=(config/crd/bases/*.yaml)
 if [ -e "${crds[0]}" ]; then
   # Server-side: the Conversation CRD is too large for the last-applied annotation.
   kubectl apply --server-side --force-conflicts -f config/crd/bases
-  # A CRD that was just created has no status.conditions for a moment: a jsonpath filter on them
-  # errors then (and set -e ended the first run on a new machine). kubectl wait treats missing
-  # conditions as "not yet", and the objects exist once apply has returned.
-  if ! kubectl wait --for condition=Established --timeout 120s -f config/crd/bases; then
+  crd_names=$(kubectl get -f config/crd/bases -o name | sed 's|^[^/]*/||' | LC_ALL=C sort)
+  # A CRD that was just created has status.conditions: null for a moment. A jsonpath filter on
+  # that errors ("<nil> is not array or slice and cannot be filtered"; with set -e it ended the
+  # first run on a new machine), and so does `kubectl wait --for condition=Established` (".status.
+  # conditions accessor error: <nil> is of the type <nil>"). A go-template ranges over null.
+  if ! wait_until 120 crds_established; then
     kubectl get -f config/crd/bases -o custom-columns='NAME:.metadata.name,CONDITIONS:.status.conditions' >&2 || true
     fail "the CRDs did not become Established within 120s"
   fi
@@ -73,7 +82,6 @@ if [ -e "${crds[0]}" ]; then
   # schedule. Until then `kubectl apply -k config/samples` says "no matches for kind" and the
   # manager cannot start its informers. api-resources also refreshes kubectl's discovery cache,
   # which `kubectl get conv,ckpt` (short names) below reads.
-  crd_names=$(kubectl get -f config/crd/bases -o name | sed 's|^[^/]*/||' | LC_ALL=C sort)
   wait_until 60 crds_discoverable ||
     fail "the CRDs are Established but not in the apiserver's discovery after 60s: $(tr '\n' ' ' <<<"$crd_names")"
 else
