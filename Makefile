@@ -13,8 +13,10 @@ GO ?= go
 ## Tool versions (built from the Go module proxy into a cache outside the clone, linked into bin/)
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
+GREMLINS_VERSION ?= v0.6.0
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint
+GREMLINS ?= $(LOCALBIN)/gremlins
 
 ## Test assets. KUBEBUILDER_ASSETS, when you set it, wins over the binaries we build.
 ENVTEST_ASSETS ?= $(or $(KUBEBUILDER_ASSETS),$(LOCALBIN)/k8s/envtest)
@@ -96,6 +98,10 @@ bench: envtest s3-server ## Run the benchmarks on one core (see docs/benchmarks.
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" PARLEY_VERSITYGW="$(VERSITYGW)" \
 		$(GO) test ./... -run '^$$' -bench . -benchmem -cpu 1 -benchtime $(BENCHTIME) -timeout 60m
 
+.PHONY: mutate
+mutate: gremlins ## Mutation testing of the engine, lifecycle and pkg/conversation (slow; see docs/testing.md).
+	GREMLINS=$(GREMLINS) hack/mutate.sh $(MUTATE_DIRS)
+
 HISTORY_BENCH_COUNT ?= 3
 .PHONY: bench-history
 bench-history: envtest s3-server ## Run only the pkg/history benchmarks (see docs/benchmarks.md, section pkg/history).
@@ -161,3 +167,7 @@ controller-gen: ## Build controller-gen.
 .PHONY: golangci-lint
 golangci-lint: ## Build golangci-lint.
 	@hack/go-install-tool.sh $(LOCALBIN) golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint $(GOLANGCI_LINT_VERSION)
+
+.PHONY: gremlins
+gremlins: ## Build gremlins, the mutation testing tool of make mutate.
+	@hack/go-install-tool.sh $(LOCALBIN) gremlins github.com/go-gremlins/gremlins/cmd/gremlins $(GREMLINS_VERSION)

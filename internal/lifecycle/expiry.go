@@ -57,8 +57,5 @@ func DeletionTime(lifetime parleyv1alpha1.LifetimeSpec, expiredAt time.Time) (ti
 
 // RequeueAfter is how long to wait until at, never negative: a timer already due fires at once.
 func RequeueAfter(now, at time.Time) time.Duration {
-	if d := at.Sub(now); d > 0 {
-		return d
-	}
-	return 0
+	return max(at.Sub(now), 0)
 }

@@ -93,4 +93,7 @@ func TestRequeueAfter(t *testing.T) {
 	if got := RequeueAfter(now, now.Add(-time.Minute)); got != 0 {
 		t.Errorf("past must not be negative: %v", got)
 	}
+	if got := RequeueAfter(now, now); got != 0 {
+		t.Errorf("due now: %v", got)
+	}
 }
