@@ -26,6 +26,7 @@ import (
 	"github.com/parley-dev/parley/internal/historystore"
 	"github.com/parley-dev/parley/internal/journal"
 	"github.com/parley-dev/parley/internal/metrics"
+	"github.com/parley-dev/parley/internal/sessionapi"
 )
 
 var scheme = runtime.NewScheme()
@@ -49,6 +50,10 @@ type options struct {
 	historyAPIQPS        float64
 	historyAPIBurst      int
 	concurrency          int
+	sessionAPIAddr       string
+	sessionAPIInsecure   bool
+	sessionAPICertDir    string
+	sessionAPIHosts      string
 }
 
 func main() {
@@ -73,6 +78,15 @@ func main() {
 	flag.IntVar(&o.historyAPIBurst, "history-api-burst", 400, "Burst of queries to the API server for ConfigMap histories.")
 	flag.IntVar(&o.concurrency, "max-concurrent-reconciles", 16,
 		"Conversations reconciled in parallel (a reconcile waits on the API server and the history store).")
+	flag.StringVar(&o.sessionAPIAddr, "session-api-bind-address", ":8082",
+		"Address the Session API (agents' appends and reads) binds to; 0 disables it. Served by every replica.")
+	flag.StringVar(&o.sessionAPICertDir, "session-api-cert-dir", "",
+		"Folder with tls.crt and tls.key for the Session API (e.g. a cert-manager Secret); reloaded on change. "+
+			"Empty: a self-signed certificate made at start.")
+	flag.StringVar(&o.sessionAPIHosts, "session-api-hosts", "localhost,127.0.0.1",
+		"Comma-separated names and addresses of the self-signed Session API certificate.")
+	flag.BoolVar(&o.sessionAPIInsecure, "session-api-insecure", false,
+		"Serve the Session API over plain HTTP. For local runs only: bearer tokens travel in the clear.")
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine) // --zap-log-level, --zap-encoder (json|console), ...
 	flag.Parse()
@@ -156,6 +170,10 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("setting up the Checkpoint controller: %w", err)
 	}
 
+	if err := addSessionAPI(mgr, stores, views, o); err != nil {
+		return err
+	}
+
 	metrics.Register(mgr.GetClient())
 
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -184,6 +202,39 @@ func newStores(restCfg *rest.Config, mgr ctrl.Manager, o options) (*historystore
 		return nil, fmt.Errorf("adding the history stores: %w", err)
 	}
 	return stores, nil
+}
+
+// addSessionAPI serves the Session API on every replica, with TLS from --session-api-cert-dir,
+// a self-signed certificate, or (--session-api-insecure) none.
+func addSessionAPI(mgr ctrl.Manager, stores *historystore.Stores, views *journal.Views, o options) error {
+	if o.sessionAPIAddr == "0" || o.sessionAPIAddr == "" {
+		return nil
+	}
+	activity := &sessionapi.Activity{Client: mgr.GetClient()}
+	api := &sessionapi.Server{
+		Addr: o.sessionAPIAddr, Reader: mgr.GetClient(), Stores: stores, Views: views,
+		Auth: &sessionapi.Authorizer{Client: mgr.GetClient()}, Activity: activity,
+	}
+	switch {
+	case o.sessionAPIInsecure:
+		ctrl.Log.WithName("setup").Info("WARNING: the Session API serves plain HTTP (--session-api-insecure)")
+	case o.sessionAPICertDir != "":
+		tlsSetup, err := sessionapi.CertDirTLS(o.sessionAPICertDir)
+		if err != nil {
+			return err
+		}
+		api.TLS = tlsSetup
+	default:
+		tlsSetup, _, err := sessionapi.SelfSignedTLS(splitNamespaces(o.sessionAPIHosts))
+		if err != nil {
+			return fmt.Errorf("making the Session API certificate: %w", err)
+		}
+		api.TLS = tlsSetup
+	}
+	if err := mgr.Add(activity); err != nil {
+		return err
+	}
+	return mgr.Add(api)
 }
 
 // splitNamespaces parses the --watch-namespaces flag.

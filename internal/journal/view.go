@@ -247,3 +247,12 @@ func (v *View) TokensOf(s *conversation.State) int {
 func applies(s *conversation.State, ev *conversation.Event) bool {
 	return s.Apply(*ev) == nil
 }
+
+// Message returns the main-thread message with that id, if the view holds one.
+func (v *View) Message(id string) (*conversation.Message, bool) {
+	i, ok := v.index[id]
+	if !ok {
+		return nil, false
+	}
+	return &v.State.Messages[i], true
+}

@@ -66,7 +66,7 @@ var _ = Describe("the Parley manager on the local cluster", Ordered, func() {
 		// a cluster the suite reuses (it then waits for the lease); on the suite's own cluster it
 		// leads at once.
 		manager := exec.Command(bin, "--leader-elect", "--leader-election-namespace=kube-system",
-			"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0")
+			"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0", "--session-api-bind-address=127.0.0.1:0")
 		manager.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 		manager.Stdout, manager.Stderr = logFile, logFile
 		// Dies with the test process, even when `go test` times out and skips the cleanup.

@@ -6,6 +6,7 @@ package envtest
 
 import (
 	"context"
+	"net/http/httptest"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -30,6 +31,7 @@ import (
 	"github.com/parley-dev/parley/internal/controller"
 	"github.com/parley-dev/parley/internal/historystore"
 	"github.com/parley-dev/parley/internal/journal"
+	"github.com/parley-dev/parley/internal/sessionapi"
 	"github.com/parley-dev/parley/pkg/history/s3"
 	"github.com/parley-dev/parley/test/support/kubeenv"
 	"github.com/parley-dev/parley/test/support/repopath"
@@ -45,6 +47,8 @@ var (
 	repoRoot  string
 	s3srv     *s3server.Server
 	stores    *historystore.Stores
+	// sessionURL is the Session API of the suite, served from httptest.
+	sessionURL string
 	// reconciles counts Conversation reconciles per object.
 	reconciles sync.Map
 	// testBucket holds every objectStore history of the suite.
@@ -120,6 +124,16 @@ var _ = BeforeSuite(func() {
 		Stores:   stores,
 		Views:    views,
 	}).SetupWithManager(mgr)).To(Succeed())
+
+	activity := &sessionapi.Activity{Client: k8sClient}
+	Expect(mgr.Add(activity)).To(Succeed())
+	api := &sessionapi.Server{
+		Reader: mgr.GetClient(), Stores: stores, Views: views,
+		Auth: &sessionapi.Authorizer{Client: k8sClient}, Activity: activity,
+	}
+	srv := httptest.NewServer(api.Handler())
+	DeferCleanup(srv.Close)
+	sessionURL = srv.URL
 
 	go func() {
 		defer GinkgoRecover()

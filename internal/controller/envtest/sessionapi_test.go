@@ -1,0 +1,263 @@
+package envtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+	"github.com/parley-dev/parley/internal/sessionapi"
+	parleyclient "github.com/parley-dev/parley/pkg/client"
+	"github.com/parley-dev/parley/pkg/conversation"
+	"github.com/parley-dev/parley/pkg/wire"
+)
+
+// agentToken mints a token of ServiceAccount sa for audience parley with the TokenRequest API,
+// bound to a pod when pod is not nil (as the kubelet's projected volume does).
+func agentToken(namespace, sa string, pod *corev1.Pod) string {
+	tr := &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{Audiences: []string{wire.Audience}}}
+	if pod != nil {
+		tr.Spec.BoundObjectRef = &authnv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}
+	}
+	acct := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: sa}}
+	Expect(k8sClient.SubResource("token").Create(ctx, acct, tr)).To(Succeed())
+	return tr.Status.Token
+}
+
+// agentNamespace sets up a namespace with a ServiceAccount allowed to read and write
+// conversations/history, as config/rbac's agent role grants it.
+func agentNamespace() string {
+	ns := "api-" + randSuffix()
+	Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	Expect(k8sClient.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"}})).To(Succeed())
+	Expect(k8sClient.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "stranger"}})).To(Succeed())
+	Expect(k8sClient.Create(ctx, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"},
+		Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{"parley.dev"}, Resources: []string{"conversations/" + sessionapi.HistorySubresource},
+			Verbs: []string{"get", "create"},
+		}},
+	})).To(Succeed())
+	Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "agent"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: "agent"}},
+	})).To(Succeed())
+	return ns
+}
+
+// liveConversation creates a Conversation in ns and waits until its history is available.
+func liveConversation(ns, name string) *parleyv1alpha1.Conversation {
+	conv := newConversation(parleyv1alpha1.ConversationSpec{SystemPrompt: &parleyv1alpha1.SystemPrompt{Text: "agent " + name}})
+	conv.Namespace, conv.GenerateName, conv.Name = ns, "", name
+	Expect(k8sClient.Create(ctx, conv)).To(Succeed())
+	Eventually(historyReady(conv)).Should(Succeed())
+	return conv
+}
+
+// agentPodOf creates a pod object (never scheduled here) and records it as conv's agent pod.
+func agentPodOf(conv *parleyv1alpha1.Conversation) *corev1.Pod {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: conv.Namespace, Name: conv.Name + "-agent"},
+		Spec:       corev1.PodSpec{ServiceAccountName: "agent", Containers: []corev1.Container{{Name: "agent", Image: "agent:test"}}},
+	}
+	Expect(k8sClient.Create(ctx, pod)).To(Succeed())
+	patch := fmt.Appendf(nil, `{"status":{"agent":{"podName":%q}}}`, pod.Name)
+	Expect(k8sClient.Status().Patch(ctx, conv, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+	return pod
+}
+
+func textMessage(id, role, text string) conversation.Message {
+	return conversation.Message{ID: id, Role: conversation.Role(role), Blocks: []conversation.Block{{Type: conversation.BlockText, Text: text}}}
+}
+
+// rawCall sends a request and decodes a problem body when the status is not 2xx.
+func rawCall(method, path, token string, body []byte) (int, *wire.Problem, http.Header) {
+	req, err := http.NewRequestWithContext(ctx, method, sessionURL+path, bytes.NewReader(body))
+	Expect(err).NotTo(HaveOccurred())
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode/100 == 2 {
+		return resp.StatusCode, nil, resp.Header
+	}
+	Expect(resp.Header.Get("Content-Type")).To(Equal(wire.ProblemContentType))
+	p := &wire.Problem{}
+	Expect(json.NewDecoder(resp.Body).Decode(p)).To(Succeed())
+	Expect(p.Status).To(Equal(resp.StatusCode))
+	Expect(p.Type).To(HavePrefix("https://parley.dev/problems/"))
+	Expect(p.Detail).NotTo(BeEmpty())
+	return resp.StatusCode, p, resp.Header
+}
+
+func problemStatus(err error) int {
+	var p *wire.Problem
+	if errors.As(err, &p) {
+		return p.Status
+	}
+	return 0
+}
+
+var _ = Describe("Session API", func() {
+	It("authenticates with TokenReview, authorises with RBAC, and binds agent tokens to their conversation", func() {
+		ns := agentNamespace()
+		a := liveConversation(ns, "conv-a")
+		b := liveConversation(ns, "conv-b")
+		podA := agentPodOf(a)
+		agentPodOf(b)
+		tokenA := agentToken(ns, "agent", podA)
+
+		apiA, err := parleyclient.New(parleyclient.Options{URL: sessionURL, Token: tokenA, Retries: -1})
+		Expect(err).NotTo(HaveOccurred())
+
+		By("no token: 401")
+		status, p, hdr := rawCall(http.MethodGet, wire.ConversationPath(ns, "conv-a"), "", nil)
+		Expect(status).To(Equal(401))
+		Expect(p.Type).To(Equal(wire.ProblemUnauthorized))
+		Expect(hdr.Get("WWW-Authenticate")).To(ContainSubstring("Bearer"))
+
+		By("a token for another audience: 401")
+		other := &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{Audiences: []string{"someone-else"}}}
+		Expect(k8sClient.SubResource("token").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"}}, other)).To(Succeed())
+		status, _, _ = rawCall(http.MethodGet, wire.ConversationPath(ns, "conv-a"), other.Status.Token, nil)
+		Expect(status).To(Equal(401))
+
+		By("agent A appends to its own conversation")
+		resp, err := apiA.Append(ctx, ns, "conv-a", []conversation.Message{textMessage("u1", "user", "hello"), textMessage("a1", "assistant", "hi")})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(resp.Sequences).To(HaveLen(2))
+		Expect(resp.Sequences[1]).To(Equal(resp.Sequences[0] + 1))
+
+		By("agent A is refused conversation B: same namespace, same ServiceAccount")
+		_, err = apiA.Append(ctx, ns, "conv-b", []conversation.Message{textMessage("x", "user", "intrusion")})
+		Expect(problemStatus(err)).To(Equal(403), "%v", err)
+		_, err = apiA.Messages(ctx, ns, "conv-b", 0, 0)
+		Expect(problemStatus(err)).To(Equal(403))
+
+		By("a ServiceAccount without the role: 403, and a missing conversation is not revealed")
+		stranger := agentToken(ns, "stranger", nil)
+		status, p, _ = rawCall(http.MethodGet, wire.ConversationPath(ns, "conv-a"), stranger, nil)
+		Expect(status).To(Equal(403))
+		Expect(p.Type).To(Equal(wire.ProblemForbidden))
+		status, _, _ = rawCall(http.MethodGet, wire.ConversationPath(ns, "no-such"), stranger, nil)
+		Expect(status).To(Equal(403))
+
+		By("an unbound token with the role reads any conversation of the namespace, and gets 404 for a missing one")
+		unbound, err := parleyclient.New(parleyclient.Options{URL: sessionURL, Token: agentToken(ns, "agent", nil), Retries: -1})
+		Expect(err).NotTo(HaveOccurred())
+		sum, err := unbound.Conversation(ctx, ns, "conv-a")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(sum.SessionID).To(Equal(a.Status.SessionID))
+		Expect(sum.Messages).To(Equal(2))
+		_, err = unbound.Conversation(ctx, ns, "no-such")
+		Expect(problemStatus(err)).To(Equal(404))
+		_ = b
+	})
+
+	It("stores a batch sent three times once, refuses other content under a used id, and pages", func() {
+		ns := agentNamespace()
+		conv := liveConversation(ns, "conv")
+		pod := agentPodOf(conv)
+		api, err := parleyclient.New(parleyclient.Options{URL: sessionURL, Token: agentToken(ns, "agent", pod)})
+		Expect(err).NotTo(HaveOccurred())
+
+		batch := make([]conversation.Message, 0, 20)
+		for i := range 10 {
+			batch = append(batch, textMessage(fmt.Sprintf("u%d", i), "user", fmt.Sprintf("question %d", i)),
+				textMessage(fmt.Sprintf("a%d", i), "assistant", fmt.Sprintf("answer %d", i)))
+		}
+		first, err := api.Append(ctx, ns, "conv", batch)
+		Expect(err).NotTo(HaveOccurred())
+		for range 2 {
+			again, err := api.Append(ctx, ns, "conv", batch)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(again.Sequences).To(Equal(first.Sequences))
+		}
+		sum, err := api.Conversation(ctx, ns, "conv")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(sum.Messages).To(Equal(20))
+		Expect(sum.Turns).To(Equal(10))
+
+		By("the same id with other content: 409")
+		_, err = api.Append(ctx, ns, "conv", []conversation.Message{textMessage("u3", "user", "edited question")})
+		Expect(problemStatus(err)).To(Equal(409))
+
+		By("paging with after and limit")
+		page, err := api.Messages(ctx, ns, "conv", 0, 7)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(page.Messages).To(HaveLen(7))
+		Expect(page.Messages[0].ID).To(Equal("u0"))
+		var ids []string
+		for after := uint64(0); ; {
+			page, err := api.Messages(ctx, ns, "conv", after, 7)
+			Expect(err).NotTo(HaveOccurred())
+			for _, m := range page.Messages {
+				ids = append(ids, m.ID)
+			}
+			if page.Next == 0 {
+				break
+			}
+			after = page.Next
+		}
+		Expect(ids).To(HaveLen(20))
+		Expect(ids[19]).To(Equal("a9"))
+
+		By("status reports the appends and the activity, in batches")
+		Eventually(func(g Gomega) {
+			fetch(conv)(g)
+			g.Expect(conv.Status.History.Messages).To(Equal(int64(20)))
+			g.Expect(conv.Status.LastActivityTime).NotTo(BeNil())
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+	})
+
+	It("answers bad requests with problem+json and applies nothing of them", func() {
+		ns := agentNamespace()
+		conv := liveConversation(ns, "conv")
+		token := agentToken(ns, "agent", agentPodOf(conv))
+		path := wire.ConversationPath(ns, "conv") + "/messages"
+
+		By("a 5 MiB body: 413")
+		big := []byte(`{"messages":[{"id":"m","role":"user","blocks":[{"type":"text","text":"` + strings.Repeat("x", 5<<20) + `"}]}]}`)
+		status, p, _ := rawCall(http.MethodPost, path, token, big)
+		Expect(status).To(Equal(413))
+		Expect(p.Type).To(Equal(wire.ProblemTooLarge))
+
+		By("not JSON: 400")
+		status, p, _ = rawCall(http.MethodPost, path, token, []byte(`{"messages": [`))
+		Expect(status).To(Equal(400))
+		Expect(p.Type).To(Equal(wire.ProblemMalformed))
+
+		By("a batch whose second message is invalid: 422, and the first is not stored")
+		body, err := json.Marshal(wire.AppendRequest{Messages: []conversation.Message{
+			textMessage("ok1", "user", "fine"), {ID: "bad", Role: "narrator"},
+		}})
+		Expect(err).NotTo(HaveOccurred())
+		status, p, _ = rawCall(http.MethodPost, path, token, body)
+		Expect(status).To(Equal(422))
+		Expect(p.Detail).To(ContainSubstring("messages[1]"))
+		status, _, _ = rawCall(http.MethodGet, path+"?after=banana", token, nil)
+		Expect(status).To(Equal(400))
+
+		api, err := parleyclient.New(parleyclient.Options{URL: sessionURL, Token: token})
+		Expect(err).NotTo(HaveOccurred())
+		page, err := api.Messages(ctx, ns, "conv", 0, 0)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(page.Messages).To(BeEmpty())
+	})
+})

@@ -1,0 +1,181 @@
+package sessionapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+
+	"github.com/parley-dev/parley/internal/historystore"
+	"github.com/parley-dev/parley/internal/journal"
+	"github.com/parley-dev/parley/pkg/conversation"
+	"github.com/parley-dev/parley/pkg/history"
+	"github.com/parley-dev/parley/pkg/wire"
+)
+
+// withView opens the conversation's history and runs fn on its up-to-date view.
+func (s *Server) withView(r *http.Request, req *request, fn func(h history.History, v *journal.View) *wire.Problem) *wire.Problem {
+	if p := historyReady(req.conv, r.Method == http.MethodGet); p != nil {
+		return p
+	}
+	h, err := s.Stores.Open(r.Context(), req.conv, false)
+	if err != nil {
+		return storeProblem(err)
+	}
+	key, err := historystore.Key(req.conv)
+	if err != nil {
+		return storeProblem(err)
+	}
+	tokenizer := string(req.conv.Spec.Context.Tokenizer)
+	if tokenizer == "" {
+		tokenizer = "cl100k_base"
+	}
+	var p *wire.Problem
+	err = s.Views.With(r.Context(), key, req.conv.Status.SessionID, tokenizer, h, func(v *journal.View) error {
+		p = fn(h, v)
+		return nil
+	})
+	if err != nil {
+		return storeProblem(err)
+	}
+	return p
+}
+
+func (s *Server) getConversation(w http.ResponseWriter, r *http.Request, req *request) *wire.Problem {
+	return s.withView(r, req, func(_ history.History, v *journal.View) *wire.Problem {
+		out := wire.Conversation{
+			Namespace: req.conv.Namespace, Name: req.conv.Name, SessionID: req.conv.Status.SessionID,
+			Phase: string(req.conv.Status.Phase), Epoch: v.Epoch, Sequence: v.Sequence,
+			Messages: v.Messages(), Turns: v.Turns, Tokens: v.Tokens(),
+		}
+		if m := req.conv.Spec.Context.MaxTokens; m != nil {
+			out.Limit = *m
+		}
+		if e := req.conv.Status.ExpiresAt; e != nil {
+			t := e.UTC()
+			out.ExpiresAt = &t
+		}
+		writeJSON(w, http.StatusOK, out)
+		return nil
+	})
+}
+
+func (s *Server) getMessages(w http.ResponseWriter, r *http.Request, req *request) *wire.Problem {
+	q := r.URL.Query()
+	after, err := uintParam(q.Get("after"), 0)
+	if err != nil {
+		return problem(400, wire.ProblemMalformed, "Bad Request", "after must be a sequence number: "+err.Error())
+	}
+	limit, err := uintParam(q.Get("limit"), uint64(s.limits().MaxPage))
+	if err != nil || limit == 0 {
+		return problem(400, wire.ProblemMalformed, "Bad Request", "limit must be a positive number")
+	}
+	limit = min(limit, uint64(s.limits().MaxPage))
+	return s.withView(r, req, func(_ history.History, v *journal.View) *wire.Problem {
+		msgs := v.State.Messages
+		start := sort.Search(len(msgs), func(i int) bool { return uint64(msgs[i].Seq) > after })
+		end := min(len(msgs), start+int(limit))
+		page := wire.MessagesPage{Epoch: v.Epoch, Messages: append([]conversation.Message{}, msgs[start:end]...)}
+		if end < len(msgs) {
+			page.Next = uint64(msgs[end-1].Seq)
+		}
+		writeJSON(w, http.StatusOK, page)
+		return nil
+	})
+}
+
+func uintParam(s string, def uint64) (uint64, error) {
+	if s == "" {
+		return def, nil
+	}
+	return strconv.ParseUint(s, 10, 64)
+}
+
+// appendMessages stores a batch: validated as a whole first (nothing is half-applied by a bad
+// message), refused with 409 when an id is already stored with other content, and answered
+// only after the store acknowledged every record. A retry with the same ids stores nothing twice.
+func (s *Server) appendMessages(w http.ResponseWriter, r *http.Request, req *request) *wire.Problem {
+	var body wire.AppendRequest
+	if p := s.decode(w, r, &body); p != nil {
+		return p
+	}
+	switch n := len(body.Messages); {
+	case n == 0:
+		return problem(422, wire.ProblemInvalid, "Unprocessable Content", "messages is empty")
+	case n > s.limits().MaxBatch:
+		return problem(413, wire.ProblemTooLarge, "Content Too Large",
+			fmt.Sprintf("%d messages in one append; at most %d", n, s.limits().MaxBatch))
+	}
+	// Validate and normalise the batch alone, as AppendMessage would append it.
+	scratch := conversation.NewState("")
+	for i, m := range body.Messages {
+		if m.ID == "" {
+			return problem(422, wire.ProblemInvalid, "Unprocessable Content", fmt.Sprintf("messages[%d] has no id", i))
+		}
+		m.Seq, m.Turn = 0, 0
+		if _, err := scratch.AppendMessage(m); err != nil {
+			return problem(422, wire.ProblemInvalid, "Unprocessable Content", fmt.Sprintf("messages[%d] (%s): %v", i, m.ID, err))
+		}
+	}
+	msgs := scratch.Messages
+
+	var epoch uint64
+	var h history.History
+	p := s.withView(r, req, func(hist history.History, v *journal.View) *wire.Problem {
+		h, epoch = hist, v.Epoch
+		for i := range msgs {
+			if old, ok := v.Message(msgs[i].ID); ok {
+				probe := conversation.NewState("")
+				probe.Messages = []conversation.Message{*old}
+				if _, err := probe.AppendMessage(msgs[i]); errors.Is(err, conversation.ErrConflict) {
+					return problem(409, wire.ProblemConflict, "Conflict",
+						fmt.Sprintf("message id %s is already stored with other content", msgs[i].ID))
+				}
+			}
+		}
+		return nil
+	})
+	if p != nil {
+		return p
+	}
+	records := make([]history.Record, len(msgs))
+	for i := range msgs {
+		m := msgs[i]
+		m.Seq, m.Turn = 0, 0
+		rec, err := journal.MessageRecord(&m)
+		if err != nil {
+			return problem(422, wire.ProblemInvalid, "Unprocessable Content", err.Error())
+		}
+		records[i] = rec
+	}
+	seqs, err := h.Append(r.Context(), records)
+	if err != nil {
+		return storeProblem(err)
+	}
+	if s.Activity != nil {
+		s.Activity.Touch(req.conv)
+	}
+	writeJSON(w, http.StatusOK, wire.AppendResponse{Epoch: epoch, Sequences: seqs})
+	return nil
+}
+
+// decode reads a JSON body within the size limit: 413 past it, 400 when it is not JSON of the
+// expected shape.
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, into any) *wire.Problem {
+	r.Body = http.MaxBytesReader(w, r.Body, s.limits().MaxBodyBytes)
+	dec := json.NewDecoder(r.Body)
+	if err := dec.Decode(into); err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return problem(413, wire.ProblemTooLarge, "Content Too Large",
+				fmt.Sprintf("the body exceeds %d bytes; send smaller batches", tooLarge.Limit))
+		}
+		return problem(400, wire.ProblemMalformed, "Bad Request", "the body is not valid JSON of the expected shape: "+err.Error())
+	}
+	if dec.More() {
+		return problem(400, wire.ProblemMalformed, "Bad Request", "the body holds more than one JSON value")
+	}
+	return nil
+}

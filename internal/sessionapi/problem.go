@@ -1,0 +1,54 @@
+package sessionapi
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/parley-dev/parley/internal/historystore"
+	"github.com/parley-dev/parley/pkg/history"
+	"github.com/parley-dev/parley/pkg/wire"
+)
+
+func problem(status int, typ, title, detail string) *wire.Problem {
+	return &wire.Problem{Type: typ, Title: title, Status: status, Detail: detail}
+}
+
+// writeProblem answers with an application/problem+json body; 429 and 503 carry Retry-After.
+func writeProblem(w http.ResponseWriter, p *wire.Problem, retryAfter time.Duration) {
+	if p.Status == http.StatusTooManyRequests || p.Status == http.StatusServiceUnavailable {
+		if retryAfter <= 0 {
+			retryAfter = time.Second
+		}
+		w.Header().Set("Retry-After", strconv.Itoa(int((retryAfter+time.Second-1)/time.Second)))
+	}
+	if p.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="parley"`)
+	}
+	w.Header().Set("Content-Type", wire.ProblemContentType)
+	w.WriteHeader(p.Status)
+	_ = json.NewEncoder(w).Encode(p)
+}
+
+// storeProblem maps a history error to its answer. Details never carry message content.
+func storeProblem(err error) *wire.Problem {
+	switch {
+	case errors.Is(err, history.ErrTooLarge):
+		return problem(413, wire.ProblemTooLarge, "Content Too Large", "the history's size limit was reached: "+historystore.Message(err))
+	case errors.Is(err, history.ErrConflict):
+		return problem(409, wire.ProblemConflict, "Conflict", "the history changed concurrently; retry with the same ids")
+	case errors.Is(err, history.ErrNotFound):
+		return problem(404, wire.ProblemNotFound, "Not Found", "the conversation has no history")
+	default:
+		return problem(503, wire.ProblemUnavailable, "Service Unavailable",
+			"the history store is unavailable ("+historystore.Reason(err)+"); retry with the same ids")
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,224 @@
+// Package sessionapi is the HTTP API through which agents and people read and append to
+// conversations. It runs on every manager replica (every write is a compare-and-swap at the
+// store, so replicas never both win), authenticates every call with TokenReview, authorises it
+// with SubjectAccessReview on conversations/history plus the agent pod binding, bounds what a
+// request may cost, and answers errors as application/problem+json.
+package sessionapi
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+	"github.com/parley-dev/parley/internal/historystore"
+	"github.com/parley-dev/parley/internal/journal"
+	"github.com/parley-dev/parley/pkg/wire"
+)
+
+// Limits bound what one request and one client may cost.
+type Limits struct {
+	// MaxBodyBytes bounds a request body (413 past it).
+	MaxBodyBytes int64
+	// MaxBatch bounds the messages of one append (413 past it).
+	MaxBatch int
+	// MaxPage bounds a read page.
+	MaxPage int
+	// PerConversation and PerClient are sustained requests per second (429 past them), with
+	// bursts of Burst.
+	PerConversation rate.Limit
+	PerClient       rate.Limit
+	Burst           int
+}
+
+// DefaultLimits are the limits when none are given.
+var DefaultLimits = Limits{
+	MaxBodyBytes: 4 << 20, MaxBatch: 500, MaxPage: 1000,
+	PerConversation: 200, PerClient: 400, Burst: 400,
+}
+
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+// Server serves the Session API.
+type Server struct {
+	// Addr is the listen address, e.g. ":8082".
+	Addr string
+	// Reader reads Conversations (the manager's cache).
+	Reader client.Reader
+	Stores *historystore.Stores
+	Views  *journal.Views
+	Auth   *Authorizer
+	// Activity batches lastActivityTime writes; nil writes none.
+	Activity *Activity
+	Limits   Limits
+	// TLS, when set, serves HTTPS with it; plain HTTP otherwise (local runs only).
+	TLS TLSSetup
+
+	limiters sync.Map // key -> *rate.Limiter
+}
+
+// NeedLeaderElection is false: every replica serves the API.
+func (s *Server) NeedLeaderElection() bool { return false }
+
+// Start serves until ctx ends.
+func (s *Server) Start(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.Addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	logf.FromContext(ctx).Info("session API listening", "address", ln.Addr().String(), "tls", s.TLS != nil)
+	if s.TLS != nil {
+		if err := s.TLS(ctx, srv); err != nil {
+			return err
+		}
+		err = srv.ServeTLS(ln, "", "")
+	} else {
+		err = srv.Serve(ln)
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Handler routes the v1 API.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	base := "/v1/namespaces/{namespace}/conversations/{name}"
+	mux.HandleFunc("GET "+base, s.serve(AccessRead, s.getConversation))
+	mux.HandleFunc("GET "+base+"/messages", s.serve(AccessRead, s.getMessages))
+	mux.HandleFunc("POST "+base+"/messages", s.serve(AccessWrite, s.appendMessages))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, problem(404, wire.ProblemNotFound, "Not Found", "no such endpoint: "+r.Method+" "+r.URL.Path), 0)
+	})
+	return mux
+}
+
+// request is an authorised request for one conversation.
+type request struct {
+	conv   *parleyv1alpha1.Conversation
+	caller *caller
+}
+
+type handler func(w http.ResponseWriter, r *http.Request, req *request) *wire.Problem
+
+// serve authenticates, rate-limits, finds the conversation and authorises, then calls h.
+// Problems found before the conversation is known never say whether it exists.
+func (s *Server) serve(access Access, h handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		c, p := s.Auth.authenticate(ctx, strings.TrimSpace(token))
+		if p != nil {
+			writeProblem(w, p, 0)
+			return
+		}
+		key := types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
+		if d := s.throttle("client:"+c.user.UID+"|"+c.user.Username, s.limits().PerClient); d > 0 {
+			writeProblem(w, problem(429, wire.ProblemOverloaded, "Too Many Requests", "this client sends too many requests"), d)
+			return
+		}
+		conv := &parleyv1alpha1.Conversation{}
+		if err := s.Reader.Get(ctx, key, conv); err != nil {
+			if client.IgnoreNotFound(err) == nil {
+				// Authorise against the name anyway, so a caller without access cannot probe.
+				conv.Namespace, conv.Name = key.Namespace, key.Name
+				if p := s.Auth.authorize(ctx, c, conv, access); p != nil {
+					writeProblem(w, p, 0)
+					return
+				}
+				writeProblem(w, problem(404, wire.ProblemNotFound, "Not Found", "conversation "+key.String()+" does not exist"), 0)
+				return
+			}
+			writeProblem(w, problem(503, wire.ProblemUnavailable, "Service Unavailable", "reading the conversation failed"), 0)
+			return
+		}
+		if p := s.Auth.authorize(ctx, c, conv, access); p != nil {
+			writeProblem(w, p, 0)
+			return
+		}
+		if d := s.throttle("conv:"+key.String(), s.limits().PerConversation); d > 0 {
+			writeProblem(w, problem(429, wire.ProblemOverloaded, "Too Many Requests", "this conversation receives too many requests"), d)
+			return
+		}
+		if p := h(w, r, &request{conv: conv, caller: c}); p != nil {
+			writeProblem(w, p, time.Second)
+		}
+	}
+}
+
+// throttle takes a token from key's limiter and says how long to wait when there is none.
+func (s *Server) throttle(key string, limit rate.Limit) time.Duration {
+	if limit <= 0 {
+		return 0
+	}
+	l, _ := s.limiters.LoadOrStore(key, rate.NewLimiter(limit, max(s.limits().Burst, 1)))
+	res := l.(*rate.Limiter).Reserve()
+	if d := res.Delay(); d > 0 {
+		res.Cancel()
+		return d
+	}
+	return 0
+}
+
+func (s *Server) limits() Limits {
+	l := s.Limits
+	d := DefaultLimits
+	if l.MaxBodyBytes <= 0 {
+		l.MaxBodyBytes = d.MaxBodyBytes
+	}
+	if l.MaxBatch <= 0 {
+		l.MaxBatch = d.MaxBatch
+	}
+	if l.MaxPage <= 0 {
+		l.MaxPage = d.MaxPage
+	}
+	if l.Burst <= 0 {
+		l.Burst = d.Burst
+	}
+	return l
+}
+
+// historyReady reports whether a conversation's history can be used, or why not. An expired
+// session stays readable while its history is retained, and takes no more writes.
+func historyReady(conv *parleyv1alpha1.Conversation, read bool) *wire.Problem {
+	if !read && meta.IsStatusConditionTrue(conv.Status.Conditions, parleyv1alpha1.ConditionExpired) {
+		return problem(409, wire.ProblemConflict, "Conflict", "the session expired; it accepts no more messages")
+	}
+	c := meta.FindStatusCondition(conv.Status.Conditions, parleyv1alpha1.ConditionHistoryAvailable)
+	switch {
+	case c != nil && c.Status == metav1.ConditionTrue:
+		return nil
+	case c != nil && (c.Reason == parleyv1alpha1.ReasonHistoryDeleted || c.Reason == parleyv1alpha1.ReasonHistoryArchived):
+		return problem(404, wire.ProblemNotFound, "Not Found", "the session expired and its live history was removed ("+c.Reason+")")
+	case c != nil:
+		return problem(503, wire.ProblemNotReady, "Service Unavailable", "the conversation's history is not available ("+c.Reason+"): "+c.Message)
+	default:
+		return problem(503, wire.ProblemNotReady, "Service Unavailable", "the conversation's history is being set up")
+	}
+}

@@ -1,0 +1,88 @@
+// Package wire holds the Session API's request and response bodies, version v1: plain structs
+// shared by the server (internal/sessionapi), the Go client (pkg/client) and tests. It imports
+// nothing of Kubernetes or controller-runtime, so an agent can use it alone.
+package wire
+
+import (
+	"time"
+
+	"github.com/parley-dev/parley/pkg/conversation"
+)
+
+// Audience is the audience of the ServiceAccount tokens the Session API accepts.
+const Audience = "parley"
+
+// ProblemContentType is the media type of every error body (RFC 9457).
+const ProblemContentType = "application/problem+json"
+
+// ConversationPath is the path of one conversation; the others add a suffix.
+func ConversationPath(namespace, name string) string {
+	return "/v1/namespaces/" + namespace + "/conversations/" + name
+}
+
+// Conversation is GET …/conversations/{name}: what a client needs to know about a session.
+type Conversation struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	SessionID string `json:"sessionId"`
+	Phase     string `json:"phase,omitempty"`
+	// Epoch and Sequence are the head of the history: the last stored sequence.
+	Epoch    uint64 `json:"epoch"`
+	Sequence uint64 `json:"sequence"`
+	Messages int    `json:"messages"`
+	Turns    int    `json:"turns"`
+	// Tokens counts the context the history costs; Limit is spec.context.maxTokens (0: none).
+	Tokens    int        `json:"tokens"`
+	Limit     int64      `json:"limit,omitempty"`
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+}
+
+// AppendRequest is POST …/messages: messages appended in order. Every message needs an id: a
+// retry with the same ids stores nothing twice and answers with the same sequences.
+type AppendRequest struct {
+	Messages []conversation.Message `json:"messages"`
+}
+
+// AppendResponse answers an append once the store acknowledged every message.
+type AppendResponse struct {
+	Epoch uint64 `json:"epoch"`
+	// Sequences are the messages' sequence numbers, in request order.
+	Sequences []uint64 `json:"sequences"`
+}
+
+// MessagesPage is GET …/messages?after=SEQ&limit=N: messages whose sequence is after SEQ.
+type MessagesPage struct {
+	Epoch    uint64                 `json:"epoch"`
+	Messages []conversation.Message `json:"messages"`
+	// Next is the value of after for the next page; 0 when this page reached the head.
+	Next uint64 `json:"next,omitempty"`
+}
+
+// Problem is an error body (RFC 9457). Type is stable: clients match on it.
+type Problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Problem types.
+const (
+	ProblemMalformed    = "https://parley.dev/problems/malformed"
+	ProblemUnauthorized = "https://parley.dev/problems/unauthorized"
+	ProblemForbidden    = "https://parley.dev/problems/forbidden"
+	ProblemNotFound     = "https://parley.dev/problems/not-found"
+	ProblemConflict     = "https://parley.dev/problems/conflict"
+	ProblemTooLarge     = "https://parley.dev/problems/too-large"
+	ProblemInvalid      = "https://parley.dev/problems/invalid"
+	ProblemOverloaded   = "https://parley.dev/problems/overloaded"
+	ProblemUnavailable  = "https://parley.dev/problems/storage-unavailable"
+	ProblemNotReady     = "https://parley.dev/problems/not-ready"
+)
+
+func (p *Problem) Error() string {
+	if p.Detail != "" {
+		return p.Title + ": " + p.Detail
+	}
+	return p.Title
+}
