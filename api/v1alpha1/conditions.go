@@ -12,6 +12,8 @@ const (
 	ConditionExpired = "Expired"
 	// ConditionDegraded: something needs attention but the session goes on.
 	ConditionDegraded = "Degraded"
+	// ConditionCompacting: a compaction of the history is due or running.
+	ConditionCompacting = "Compacting"
 )
 
 // Condition reasons. CamelCase, stable: alerts and scripts match on them.
@@ -87,6 +89,33 @@ const (
 	ReasonTurnNotFound = "TurnNotFound"
 	// ReasonHistoryGone: the conversation's history was deleted; nothing can be snapshotted.
 	ReasonHistoryGone = "HistoryGone"
+
+	// ReasonThresholdReached: the context reached compactAtPercent of maxTokens (Compacting=True).
+	ReasonThresholdReached = "ThresholdReached"
+	// ReasonCompactionRequested: the annotation parley.dev/compact-requested-at asks for a
+	// compaction newer than the last one (Compacting=True).
+	ReasonCompactionRequested = "CompactionRequested"
+	// ReasonWaitingForCheckpoint: the Compaction Checkpoint of the epoch is not Ready yet
+	// (Compacting=True).
+	ReasonWaitingForCheckpoint = "WaitingForCheckpoint"
+	// ReasonCompactionRetrying: the last attempt failed; the runner retries with backoff
+	// (Compacting=True).
+	ReasonCompactionRetrying = "CompactionRetrying"
+	// ReasonCompacted: the last compaction wrote a new epoch (Compacting=False).
+	ReasonCompacted = "Compacted"
+	// ReasonNotDue: the context is below compactAtPercent (Compacting=False).
+	ReasonNotDue = "NotDue"
+	// ReasonCompactionDisabled: strategy None, or no maxTokens (Compacting=False).
+	ReasonCompactionDisabled = "CompactionDisabled"
+	// ReasonNothingToCompact: the strategy found nothing to fold without breaking its rules
+	// (keepRecentMessages, tool call pairs) (Compacting=False).
+	ReasonNothingToCompact = "NothingToCompact"
+	// ReasonSummarizerUnavailable: the summarizer failed, timed out or answered garbage; the
+	// history is untouched and the compaction retried with backoff (Degraded=True).
+	ReasonSummarizerUnavailable = "SummarizerUnavailable"
+	// ReasonCompactionFailed: a compaction failed for another reason (store, Secret) and is
+	// retried with backoff (Degraded=True).
+	ReasonCompactionFailed = "CompactionFailed"
 )
 
 // Event reasons, emitted on the object they concern.
@@ -120,4 +149,13 @@ const (
 	EventSnapshotFailed = "SnapshotFailed"
 	// EventStoreCleanupFailed: deleting external history objects failed (Warning).
 	EventStoreCleanupFailed = "StoreCleanupFailed"
+	// EventCompacted: a compaction wrote a new history epoch.
+	EventCompacted = "Compacted"
+	// EventCompactionFailed: a compaction attempt failed and will be retried (Warning).
+	EventCompactionFailed = "CompactionFailed"
 )
+
+// AnnotationCompactRequestedAt on a Conversation asks for a compaction now (RFC 3339 time):
+// one is run when the time is newer than status.lastCompaction.time, whatever the context's
+// size, unless the strategy is None.
+const AnnotationCompactRequestedAt = "parley.dev/compact-requested-at"

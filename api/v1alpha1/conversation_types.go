@@ -451,7 +451,7 @@ type ConversationStatus struct {
 	// +optional
 	Phase ConversationPhase `json:"phase,omitempty"`
 
-	// conditions: Ready, HistoryAvailable, AgentRunning, Expired, Degraded.
+	// conditions: Ready, HistoryAvailable, AgentRunning, Expired, Degraded, Compacting.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

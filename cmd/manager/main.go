@@ -22,6 +22,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+	"github.com/parley-dev/parley/internal/compaction"
 	"github.com/parley-dev/parley/internal/controller"
 	"github.com/parley-dev/parley/internal/historystore"
 	"github.com/parley-dev/parley/internal/journal"
@@ -50,6 +51,7 @@ type options struct {
 	historyAPIQPS        float64
 	historyAPIBurst      int
 	concurrency          int
+	compactions          int
 	sessionAPIAddr       string
 	sessionAPIInsecure   bool
 	sessionAPICertDir    string
@@ -78,6 +80,8 @@ func main() {
 	flag.IntVar(&o.historyAPIBurst, "history-api-burst", 400, "Burst of queries to the API server for ConfigMap histories.")
 	flag.IntVar(&o.concurrency, "max-concurrent-reconciles", 16,
 		"Conversations reconciled in parallel (a reconcile waits on the API server and the history store).")
+	flag.IntVar(&o.compactions, "max-concurrent-compactions", compaction.DefaultConcurrency,
+		"Compactions run in parallel by the leader (a Summarize compaction waits on a model for up to minutes).")
 	flag.StringVar(&o.sessionAPIAddr, "session-api-bind-address", ":8082",
 		"Address the Session API (agents' appends and reads) binds to; 0 disables it. Served by every replica.")
 	flag.StringVar(&o.sessionAPICertDir, "session-api-cert-dir", "",
@@ -148,6 +152,13 @@ func run(ctx context.Context, o options) error {
 	if err := controller.SetupIndexes(ctx, mgr); err != nil {
 		return err
 	}
+	compactor := &compaction.Runner{
+		Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Stores: stores, Views: views,
+		Clock: clock.RealClock{}, Concurrency: o.compactions,
+	}
+	if err := mgr.Add(compactor); err != nil {
+		return fmt.Errorf("adding the compaction runner: %w", err)
+	}
 	if err := (&controller.ConversationReconciler{
 		Client:                  mgr.GetClient(),
 		APIReader:               mgr.GetAPIReader(),
@@ -155,6 +166,7 @@ func run(ctx context.Context, o options) error {
 		Recorder:                mgr.GetEventRecorder("parley-conversation"),
 		Stores:                  stores,
 		Views:                   views,
+		Compactor:               compactor,
 		Clock:                   clock.RealClock{},
 		MaxConcurrentReconciles: o.concurrency,
 	}).SetupWithManager(mgr); err != nil {

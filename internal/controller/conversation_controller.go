@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 	"github.com/parley-dev/parley/internal/historystore"
@@ -36,6 +37,8 @@ type ConversationReconciler struct {
 	// Stores opens histories; Views keeps their folded state between reconciles.
 	Stores *historystore.Stores
 	Views  *journal.Views
+	// Compactor runs the compactions the compaction phase asks for; nil: no compaction.
+	Compactor Compactor
 	// Clock is the source of "now"; tests inject a fake one.
 	Clock clock.PassiveClock
 	// NewSessionID mints session ids; uuid v4 unless a test pins it.
@@ -80,6 +83,7 @@ func (r *ConversationReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		// The history is keyed by the session id: it is created only once that id is in
 		// status, so a lost status write can never leave a history under an unrecorded id.
 		r.reconcileHistory(ctx, s)
+		r.reconcileCompaction(ctx, s)
 		r.reconcileCheckpoints(ctx, s)
 	}
 	summarizeConditions(s)
@@ -151,11 +155,14 @@ func (r *ConversationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Views == nil {
 		r.Views = &journal.Views{}
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&parleyv1alpha1.Conversation{}).
 		// A Checkpoint becoming Ready moves latestCheckpoint and unblocks an Archive expiry.
-		Watches(&parleyv1alpha1.Checkpoint{}, handler.EnqueueRequestsFromMapFunc(conversationOfCheckpoint)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
+		Watches(&parleyv1alpha1.Checkpoint{}, handler.EnqueueRequestsFromMapFunc(conversationOfCheckpoint))
+	if src, ok := r.Compactor.(interface{ Source() source.Source }); ok {
+		b = b.WatchesRawSource(src.Source()) // a finished compaction wakes its Conversation
+	}
+	return b.WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
 		Named("conversation").
 		Complete(r)
 }

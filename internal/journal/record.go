@@ -54,6 +54,8 @@ type envelope struct {
 	Adapters conversation.AdapterStates `json:"adapters,omitzero"`
 	CWD      string                     `json:"cwd,omitzero"`
 	Extra    jsontext.Value             `json:"extra,omitzero"`
+	// Compaction describes the compaction that wrote the epoch (KindCompaction).
+	Compaction *Compaction `json:"compaction,omitzero"`
 }
 
 var codec = json.JoinOptions(jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true))

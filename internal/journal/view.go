@@ -23,6 +23,9 @@ type View struct {
 	State conversation.State
 	// Initialized is true once the initialisation marker was read.
 	Initialized bool
+	// LastCompaction describes the compaction that wrote this epoch; nil for an epoch no
+	// compaction wrote.
+	LastCompaction *Compaction
 	// Turns counts the main thread's assistant messages (turn numbers run 1..Turns).
 	Turns int
 
@@ -120,6 +123,8 @@ func (v *View) Apply(e history.Entry) error {
 			s.Extra = env.Extra
 		}
 		v.recountBase()
+	case KindCompaction:
+		v.LastCompaction = env.Compaction
 	case KindInitialized:
 		v.Initialized = true
 	default:

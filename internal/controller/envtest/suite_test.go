@@ -28,6 +28,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+	"github.com/parley-dev/parley/internal/compaction"
 	"github.com/parley-dev/parley/internal/controller"
 	"github.com/parley-dev/parley/internal/historystore"
 	"github.com/parley-dev/parley/internal/journal"
@@ -47,6 +48,7 @@ var (
 	repoRoot  string
 	s3srv     *s3server.Server
 	stores    *historystore.Stores
+	compactor *compaction.Runner
 	// sessionURL is the Session API of the suite, served from httptest.
 	sessionURL string
 	// reconciles counts Conversation reconciles per object.
@@ -102,6 +104,12 @@ var _ = BeforeSuite(func() {
 	stores = &historystore.Stores{ConfigMaps: k8sClient, Secrets: mgr.GetAPIReader(), SecretTTL: time.Second}
 	Expect(mgr.Add(stores)).To(Succeed())
 	views := &journal.Views{}
+	// Short backoffs so a failing summarizer is retried within a spec's patience.
+	compactor = &compaction.Runner{
+		Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Stores: stores, Views: views, Clock: clock.RealClock{},
+		InitialBackoff: 300 * time.Millisecond, MaxBackoff: 2 * time.Second, SummarizerTimeout: 5 * time.Second,
+	}
+	Expect(mgr.Add(compactor)).To(Succeed())
 	Expect(controller.SetupIndexes(ctx, mgr)).To(Succeed())
 	Expect((&controller.ConversationReconciler{
 		Client:                  mgr.GetClient(),
@@ -110,6 +118,7 @@ var _ = BeforeSuite(func() {
 		Recorder:                mgr.GetEventRecorder("parley-conversation"),
 		Stores:                  stores,
 		Views:                   views,
+		Compactor:               compactor,
 		Clock:                   clock.RealClock{},
 		MaxConcurrentReconciles: 4,
 		Observe: func(req ctrl.Request) {

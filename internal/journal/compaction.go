@@ -1,0 +1,107 @@
+package journal
+
+import (
+	"slices"
+	"time"
+
+	"github.com/parley-dev/parley/pkg/conversation"
+	"github.com/parley-dev/parley/pkg/conversation/tokens"
+	"github.com/parley-dev/parley/pkg/history"
+)
+
+// KindCompaction opens an epoch written by compaction and says how it was made, so the view
+// of the new epoch knows its last compaction even when the manager died before recording it
+// in status.
+const KindCompaction Kind = "compaction"
+
+// CompactionRecordID is the id of the compaction record (one per epoch).
+const CompactionRecordID = "compaction"
+
+// Compaction describes one compaction: what status.lastCompaction reports.
+type Compaction struct {
+	Time           time.Time `json:"time"`
+	Strategy       string    `json:"strategy"`
+	TokensBefore   int       `json:"tokensBefore"`
+	TokensAfter    int       `json:"tokensAfter"`
+	MessagesFolded int       `json:"messagesFolded"`
+	// Checkpoint names the Checkpoint holding the history before compaction.
+	Checkpoint string `json:"checkpoint,omitzero"`
+	// FromEpoch and Through are the epoch compacted and its last sequence folded in; entries
+	// appended after Through were carried into the new epoch as they were.
+	FromEpoch uint64 `json:"fromEpoch"`
+	Through   uint64 `json:"through"`
+}
+
+// CompactionRecord encodes the record that opens a compacted epoch.
+func CompactionRecord(c *Compaction) (history.Record, error) {
+	return encode(CompactionRecordID, &envelope{Kind: KindCompaction, Compaction: c})
+}
+
+// Snapshot is a copy of a view taken under its lock, for work done without it (a compaction
+// that calls a model for a minute must not hold the view a reconcile needs).
+type Snapshot struct {
+	// State is the view's state; its message and block slices are the snapshot's own.
+	State conversation.State
+	// Epoch and Sequence are the last entry folded into State.
+	Epoch, Sequence uint64
+	// Tokens is the view's count of State.
+	Tokens int
+	// Counter counts like the view's counter and answers for the snapshot's own messages
+	// from the counts the view already made, so compacting 100k messages re-tokenizes none.
+	Counter tokens.Counter
+}
+
+// Snapshot copies the view. It returns nil for a view built without a counter.
+func (v *View) Snapshot() *Snapshot {
+	if v.counter == nil {
+		return nil
+	}
+	s := v.State
+	s.Messages = make([]conversation.Message, len(v.State.Messages))
+	known := make(map[*conversation.Message]int, len(s.Messages))
+	for i := range v.State.Messages {
+		m := v.State.Messages[i]
+		m.Blocks = slices.Clone(m.Blocks)
+		s.Messages[i] = m
+		known[&s.Messages[i]] = v.msgCount[i]
+	}
+	s.Subagents = slices.Clone(s.Subagents)
+	s.Records = slices.Clone(s.Records)
+	s.Adapters = slices.Clone(s.Adapters)
+	return &Snapshot{
+		State: s, Epoch: v.Epoch, Sequence: v.Sequence, Tokens: v.total,
+		Counter: knownCounts{Counter: v.counter, known: known},
+	}
+}
+
+// knownCounts answers CountMessage for messages it was given counts of (by address: a
+// compaction that edits a message makes a new one, which is counted afresh).
+type knownCounts struct {
+	tokens.Counter
+	known map[*conversation.Message]int
+}
+
+func (k knownCounts) CountMessage(m *conversation.Message) int {
+	if n, ok := k.known[m]; ok {
+		return n
+	}
+	return k.Counter.CountMessage(m)
+}
+
+// Peek calls fn with the view of a history as the last With left it, without reading the
+// store, and reports whether a view was held. fn must not keep the view past its return.
+func (vs *Views) Peek(key string, fn func(*View)) bool {
+	vs.mu.Lock()
+	e, ok := vs.views[key]
+	vs.mu.Unlock()
+	if !ok {
+		return false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.view == nil {
+		return false
+	}
+	fn(e.view)
+	return true
+}
