@@ -224,7 +224,7 @@ func addSessionAPI(mgr ctrl.Manager, stores *historystore.Stores, views *journal
 	}
 	activity := &sessionapi.Activity{Client: mgr.GetClient()}
 	api := &sessionapi.Server{
-		Addr: o.sessionAPIAddr, Reader: mgr.GetClient(), Stores: stores, Views: views,
+		Addr: o.sessionAPIAddr, Reader: mgr.GetClient(), Writer: mgr.GetClient(), Stores: stores, Views: views,
 		Auth: &sessionapi.Authorizer{Client: mgr.GetClient()}, Activity: activity,
 	}
 	switch {

@@ -111,10 +111,28 @@ func (a *Authorizer) authorize(ctx context.Context, c *caller, conv *parleyv1alp
 				fmt.Sprintf("the token belongs to pod %s, which is not the agent pod of conversation %s/%s", c.podKey, conv.Namespace, conv.Name))
 		}
 	}
-	key := fmt.Sprintf("%s\x00%s\x00%s\x00%s", c.user.UID+"|"+c.user.Username, conv.Namespace, conv.Name, access)
+	if p := a.authorizeResource(ctx, c, &authzv1.ResourceAttributes{
+		Namespace: conv.Namespace, Verb: string(access), Group: parleyv1alpha1.GroupVersion.Group,
+		Resource: "conversations", Subresource: HistorySubresource, Name: conv.Name,
+	}); p != nil {
+		if p.Status == 403 {
+			return forbidden(c, conv, access)
+		}
+		return p
+	}
+	return nil
+}
+
+// authorizeResource asks the API server (SubjectAccessReview) whether the caller may act on a
+// resource, caching the answer for TTL.
+func (a *Authorizer) authorizeResource(ctx context.Context, c *caller, attrs *authzv1.ResourceAttributes) *wire.Problem {
+	key := fmt.Sprintf("%s|%s\x00%s\x00%s\x00%s\x00%s\x00%s\x00%s", c.user.UID, c.user.Username,
+		attrs.Namespace, attrs.Verb, attrs.Group, attrs.Resource, attrs.Subresource, attrs.Name)
+	denied := problem(403, wire.ProblemForbidden, "Forbidden", fmt.Sprintf("%s may not %s %s.%s %s in namespace %s",
+		c.user.Username, attrs.Verb, attrs.Resource, attrs.Group, attrs.Subresource, attrs.Namespace))
 	if ok, hit := lookup(a, a.access, key); hit {
 		if !ok {
-			return forbidden(c, conv, access)
+			return denied
 		}
 		return nil
 	}
@@ -123,18 +141,14 @@ func (a *Authorizer) authorize(ctx context.Context, c *caller, conv *parleyv1alp
 		extra[k] = authzv1.ExtraValue(v)
 	}
 	sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
-		User: c.user.Username, UID: c.user.UID, Groups: c.user.Groups, Extra: extra,
-		ResourceAttributes: &authzv1.ResourceAttributes{
-			Namespace: conv.Namespace, Verb: string(access), Group: parleyv1alpha1.GroupVersion.Group,
-			Resource: "conversations", Subresource: HistorySubresource, Name: conv.Name,
-		},
+		User: c.user.Username, UID: c.user.UID, Groups: c.user.Groups, Extra: extra, ResourceAttributes: attrs,
 	}}
 	if err := a.Client.Create(ctx, sar); err != nil {
 		return problem(503, wire.ProblemUnavailable, "Service Unavailable", "the API server could not review the access")
 	}
 	store(a, &a.access, key, sar.Status.Allowed)
 	if !sar.Status.Allowed {
-		return forbidden(c, conv, access)
+		return denied
 	}
 	return nil
 }

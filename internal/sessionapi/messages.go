@@ -64,6 +64,9 @@ func (s *Server) getConversation(w http.ResponseWriter, r *http.Request, req *re
 
 func (s *Server) getMessages(w http.ResponseWriter, r *http.Request, req *request) *wire.Problem {
 	q := r.URL.Query()
+	if q.Get("follow") == "true" {
+		return s.follow(w, r, req)
+	}
 	after, err := uintParam(q.Get("after"), 0)
 	if err != nil {
 		return problem(400, wire.ProblemMalformed, "Bad Request", "after must be a sequence number: "+err.Error())

@@ -55,8 +55,10 @@ var DefaultLimits = Limits{
 type Server struct {
 	// Addr is the listen address, e.g. ":8082".
 	Addr string
-	// Reader reads Conversations (the manager's cache).
+	// Reader reads Conversations (the manager's cache); Writer creates Checkpoints and records
+	// compaction requests (the manager's client).
 	Reader client.Reader
+	Writer client.Client
 	Stores *historystore.Stores
 	Views  *journal.Views
 	Auth   *Authorizer
@@ -113,6 +115,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET "+base, s.serve(AccessRead, s.getConversation))
 	mux.HandleFunc("GET "+base+"/messages", s.serve(AccessRead, s.getMessages))
 	mux.HandleFunc("POST "+base+"/messages", s.serve(AccessWrite, s.appendMessages))
+	mux.HandleFunc("POST "+base+"/events", s.serve(AccessWrite, s.appendEvents))
+	mux.HandleFunc("PUT "+base+"/adapter-state", s.serve(AccessWrite, s.putAdapterState))
+	mux.HandleFunc("POST "+base+"/checkpoints", s.serve(AccessWrite, s.createCheckpoint))
+	mux.HandleFunc("POST "+base+"/compact", s.serve(AccessWrite, s.requestCompaction))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, problem(404, wire.ProblemNotFound, "Not Found", "no such endpoint: "+r.Method+" "+r.URL.Path), 0)
 	})

@@ -175,13 +175,9 @@ func (c *Client) once(ctx context.Context, method, path string, payload []byte, 
 	if err != nil {
 		return -1, err
 	}
-	token := c.opts.Token
-	if c.opts.TokenFile != "" {
-		b, err := os.ReadFile(c.opts.TokenFile)
-		if err != nil {
-			return -1, fmt.Errorf("parley client: reading the token: %w", err)
-		}
-		token = strings.TrimSpace(string(b))
+	token, err := c.token()
+	if err != nil {
+		return -1, err
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -223,6 +219,18 @@ func (c *Client) once(ctx context.Context, method, path string, payload []byte, 
 	}
 }
 
+// token is the bearer token, read from TokenFile on every call (projected tokens rotate).
+func (c *Client) token() (string, error) {
+	if c.opts.TokenFile == "" {
+		return c.opts.Token, nil
+	}
+	b, err := os.ReadFile(c.opts.TokenFile)
+	if err != nil {
+		return "", fmt.Errorf("parley client: reading the token: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
 func sleepContext(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -232,4 +240,28 @@ func sleepContext(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// AppendEvents stores reducer events in order; each needs an id, repeated on a retry.
+func (c *Client) AppendEvents(ctx context.Context, namespace, name string, events []wire.Event) (*wire.EventsResponse, error) {
+	var out wire.EventsResponse
+	err := c.do(ctx, http.MethodPost, wire.ConversationPath(namespace, name)+"/events", wire.EventsRequest{Events: events}, &out)
+	return &out, err
+}
+
+// PutAdapterState reports the adapter's latest state (latest wins).
+func (c *Client) PutAdapterState(ctx context.Context, namespace, name string, state wire.AdapterStateRequest) error {
+	return c.do(ctx, http.MethodPut, wire.ConversationPath(namespace, name)+"/adapter-state", state, nil)
+}
+
+// Checkpoint asks for a Manual Checkpoint and returns its name.
+func (c *Client) Checkpoint(ctx context.Context, namespace, name string, req wire.CheckpointRequest) (string, error) {
+	var out wire.CheckpointResponse
+	err := c.do(ctx, http.MethodPost, wire.ConversationPath(namespace, name)+"/checkpoints", req, &out)
+	return out.Name, err
+}
+
+// Compact asks the controller to compact the conversation now.
+func (c *Client) Compact(ctx context.Context, namespace, name string) error {
+	return c.do(ctx, http.MethodPost, wire.ConversationPath(namespace, name)+"/compact", struct{}{}, nil)
 }

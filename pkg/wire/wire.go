@@ -86,3 +86,50 @@ func (p *Problem) Error() string {
 	}
 	return p.Title
 }
+
+// EventsRequest is POST …/events: reducer events applied in order. Each carries an id the
+// client repeats on a retry, so an event is stored once.
+type EventsRequest struct {
+	Events []Event `json:"events"`
+}
+
+// Event is one reducer event with its idempotency id.
+type Event struct {
+	ID    string             `json:"id"`
+	Event conversation.Event `json:"event"`
+}
+
+// EventsResponse answers once every event is durable.
+type EventsResponse struct {
+	Sequences []uint64 `json:"sequences"`
+}
+
+// AdapterStateRequest is PUT …/adapter-state: the agent adapter's latest state (e.g. the
+// Claude Agent SDK's session id); the latest report wins.
+type AdapterStateRequest struct {
+	// Type is the adapter type, e.g. claude-agent-sdk.
+	Type string `json:"type"`
+	// State is the adapter's state as conversation.DecodeAdapterState reads it.
+	State map[string]any `json:"state"`
+}
+
+// CheckpointRequest is POST …/checkpoints: a Manual Checkpoint of the conversation.
+type CheckpointRequest struct {
+	// Name of the Checkpoint; generated when empty.
+	Name string `json:"name,omitempty"`
+	// Turn to snapshot; the latest complete turn when nil.
+	Turn *int64 `json:"turn,omitempty"`
+}
+
+// CheckpointResponse names the Checkpoint created; its status says when the snapshot is Ready.
+type CheckpointResponse struct {
+	Name string `json:"name"`
+}
+
+// CompactResponse acknowledges a compaction request; status.lastCompaction reports its end.
+type CompactResponse struct {
+	RequestedAt time.Time `json:"requestedAt"`
+}
+
+// IdempotencyKeyHeader lets a client make a PUT of adapter state safe to retry.
+const IdempotencyKeyHeader = "Idempotency-Key"

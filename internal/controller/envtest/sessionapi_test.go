@@ -2,6 +2,7 @@ package envtest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -259,5 +260,91 @@ var _ = Describe("Session API", func() {
 		page, err := api.Messages(ctx, ns, "conv", 0, 0)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(page.Messages).To(BeEmpty())
+	})
+
+	It("stores events once, reports adapter state, creates checkpoints, streams new messages and requests compaction", func() {
+		ns := agentNamespace()
+		conv := liveConversation(ns, "conv")
+		api, err := parleyclient.New(parleyclient.Options{URL: sessionURL, Token: agentToken(ns, "agent", agentPodOf(conv))})
+		Expect(err).NotTo(HaveOccurred())
+
+		By("reducer events: a streamed assistant message, stored once under its ids")
+		events := []wire.Event{
+			{ID: "e1", Event: conversation.Event{
+				Type:    conversation.EventBlockUpsert,
+				Message: &conversation.Message{ID: "s1", Role: conversation.RoleAssistant},
+				Block:   &conversation.Block{ID: "b1", Type: conversation.BlockText, Text: "Hel"},
+			}},
+			{ID: "e2", Event: conversation.Event{Type: conversation.EventBlockDelta, MessageID: "s1", BlockID: "b1", Delta: "lo"}},
+			{ID: "e3", Event: conversation.Event{Type: conversation.EventSessionIdle}},
+		}
+		first, err := api.AppendEvents(ctx, ns, "conv", events)
+		Expect(err).NotTo(HaveOccurred())
+		again, err := api.AppendEvents(ctx, ns, "conv", events)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(again.Sequences).To(Equal(first.Sequences))
+		page, err := api.Messages(ctx, ns, "conv", 0, 0)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(page.Messages).To(HaveLen(1))
+		Expect(page.Messages[0].Text()).To(Equal("Hello"))
+		_, err = api.AppendEvents(ctx, ns, "conv", []wire.Event{{ID: "bad", Event: conversation.Event{Type: "block:explode"}}})
+		Expect(problemStatus(err)).To(Equal(422))
+
+		By("adapter state: the latest report reaches status")
+		Expect(api.PutAdapterState(ctx, ns, "conv", wire.AdapterStateRequest{
+			Type: conversation.AdapterClaudeAgentSDK, State: map[string]any{"sessionId": "sdk-session-1"},
+		})).To(Succeed())
+		Eventually(func(g Gomega) {
+			fetch(conv)(g)
+			g.Expect(conv.Status.AdapterState).NotTo(BeNil())
+			g.Expect(conv.Status.AdapterState.SessionID).To(Equal("sdk-session-1"))
+			g.Expect(conv.Status.AdapterState.Resumable).To(BeTrue())
+		}).Should(Succeed())
+
+		By("checkpoints need the caller's own right to create Checkpoints")
+		_, err = api.Checkpoint(ctx, ns, "conv", wire.CheckpointRequest{Name: "from-api"})
+		Expect(problemStatus(err)).To(Equal(403))
+		Expect(k8sClient.Create(ctx, &rbacv1.Role{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "checkpointer"},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"parley.dev"}, Resources: []string{"checkpoints"}, Verbs: []string{"create"}}},
+		})).To(Succeed())
+		Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "checkpointer"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "checkpointer"},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: "agent"}},
+		})).To(Succeed())
+		var name string
+		Eventually(func() error { // RBAC and the review cache take a moment
+			name, err = api.Checkpoint(ctx, ns, "conv", wire.CheckpointRequest{Name: "from-api"})
+			return err
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+		Expect(name).To(Equal("from-api"))
+		ckpt := &parleyv1alpha1.Checkpoint{}
+		ckpt.Namespace, ckpt.Name = ns, name
+		Eventually(checkpointReady(ckpt)).Should(Succeed())
+		Expect(ckpt.Spec.Reason).To(Equal(parleyv1alpha1.CheckpointManual))
+		Expect(ckpt.Status.Messages).To(Equal(int64(1)))
+
+		By("following: messages appended after the stream started arrive in order")
+		followCtx, stop := context.WithCancel(ctx)
+		defer stop()
+		got := make(chan string, 10)
+		go func() {
+			defer GinkgoRecover()
+			_ = api.Follow(followCtx, ns, "conv", first.Sequences[len(first.Sequences)-1], func(m conversation.Message) error {
+				got <- m.ID
+				return nil
+			})
+		}()
+		_, err = api.Append(ctx, ns, "conv", []conversation.Message{textMessage("f1", "user", "one"), textMessage("f2", "assistant", "two")})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(got).Should(Receive(Equal("f1")))
+		Eventually(got).Should(Receive(Equal("f2")))
+		stop()
+
+		By("compaction on demand: the request is recorded for the controller")
+		Expect(api.Compact(ctx, ns, "conv")).To(Succeed())
+		fetch(conv)(Default)
+		Expect(conv.Annotations).To(HaveKey("parley.dev/compact-requested-at"))
 	})
 })

@@ -137,8 +137,8 @@ var _ = BeforeSuite(func() {
 	activity := &sessionapi.Activity{Client: k8sClient}
 	Expect(mgr.Add(activity)).To(Succeed())
 	api := &sessionapi.Server{
-		Reader: mgr.GetClient(), Stores: stores, Views: views,
-		Auth: &sessionapi.Authorizer{Client: k8sClient}, Activity: activity,
+		Reader: mgr.GetClient(), Writer: k8sClient, Stores: stores, Views: views,
+		Auth: &sessionapi.Authorizer{Client: k8sClient, TTL: time.Second}, Activity: activity,
 	}
 	srv := httptest.NewServer(api.Handler())
 	DeferCleanup(srv.Close)
