@@ -151,12 +151,21 @@ func (r *Runner) attempt(ctx context.Context, req Request, conv *parleyv1alpha1.
 	if err != nil {
 		return failed(req, parleyv1alpha1.ReasonCompactionFailed, err), nil
 	}
-	if _, err := h.NewEpoch(ctx, history.EpochRequest{Epoch: snap.Epoch, Through: snap.Sequence, Records: records}); err != nil {
+	head, err := h.NewEpoch(ctx, history.EpochRequest{Epoch: snap.Epoch, Through: snap.Sequence, Records: records})
+	if err != nil {
 		if errors.Is(err, history.ErrConflict) {
 			return Outcome{}, err
 		}
 		return failed(req, parleyv1alpha1.ReasonCompactionFailed, fmt.Errorf("writing epoch %d: %s", snap.Epoch+1, historystore.Message(err))), nil
 	}
+	// The view of the new epoch from the counts already made: the reconcile that records the
+	// compaction reads only the entries carried after Through. Best effort: a view that cannot
+	// be seeded is rebuilt from the store by the next read.
+	counts := make(map[string]int, len(result.Messages))
+	for i := range result.Messages {
+		counts[result.Messages[i].ID] = snap.Counter.CountMessage(&result.Messages[i])
+	}
+	_ = r.Views.Seed(key, conv.Status.SessionID, req.Tokenizer, head.Epoch, records, counts)
 	return Outcome{Request: req, Result: ResultCompacted, Record: record}, nil
 }
 

@@ -58,12 +58,14 @@ func (v *View) Snapshot() *Snapshot {
 	}
 	s := v.State
 	s.Messages = make([]conversation.Message, len(v.State.Messages))
-	known := make(map[*conversation.Message]int, len(s.Messages))
+	known := make(map[*conversation.Block]int, len(s.Messages))
 	for i := range v.State.Messages {
 		m := v.State.Messages[i]
 		m.Blocks = slices.Clone(m.Blocks)
 		s.Messages[i] = m
-		known[&s.Messages[i]] = v.msgCount[i]
+		if len(m.Blocks) > 0 {
+			known[&m.Blocks[0]] = v.msgCount[i]
+		}
 	}
 	s.Subagents = slices.Clone(s.Subagents)
 	s.Records = slices.Clone(s.Records)
@@ -74,18 +76,62 @@ func (v *View) Snapshot() *Snapshot {
 	}
 }
 
-// knownCounts answers CountMessage for messages it was given counts of (by address: a
-// compaction that edits a message makes a new one, which is counted afresh).
+// knownCounts answers CountMessage for the snapshot's messages from the view's counts. A
+// message is known by its blocks' backing array, which copies of the message share and an
+// edit (a compaction clearing a tool result) replaces, so an edited message is counted afresh.
 type knownCounts struct {
 	tokens.Counter
-	known map[*conversation.Message]int
+	known map[*conversation.Block]int
 }
 
 func (k knownCounts) CountMessage(m *conversation.Message) int {
-	if n, ok := k.known[m]; ok {
-		return n
+	if len(m.Blocks) > 0 {
+		if n, ok := k.known[&m.Blocks[0]]; ok {
+			return n
+		}
 	}
 	return k.Counter.CountMessage(m)
+}
+
+// idCounts answers CountMessage from counts by message id while a view is seeded.
+type idCounts struct {
+	tokens.Counter
+	counts map[string]int
+}
+
+func (c idCounts) CountMessage(m *conversation.Message) int {
+	if n, ok := c.counts[m.ID]; ok {
+		return n
+	}
+	return c.Counter.CountMessage(m)
+}
+
+// Seed puts in vs the view of an epoch that a compaction just wrote: records are the epoch's
+// first entries (sequence 1 onwards, as NewEpoch stored them) and counts the token counts of
+// their messages by id, already made. The next With then reads only the entries carried after
+// them, instead of rebuilding the view and re-tokenizing every message kept. A view already
+// past that epoch is left alone.
+func (vs *Views) Seed(key, sessionID, tokenizer string, epoch uint64, records []history.Record, counts map[string]int) error {
+	counter, err := vs.counter(tokenizer)
+	if err != nil {
+		return err
+	}
+	v := NewView(sessionID, idCounts{Counter: counter, counts: counts})
+	v.Epoch = epoch
+	for i, rec := range records {
+		if err := v.Apply(history.Entry{Seq: uint64(i + 1), ID: rec.ID, Data: rec.Data}); err != nil {
+			return err
+		}
+	}
+	v.counter = counter
+	e := vs.entry(key)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.view != nil && e.tokenizer == tokenizer && e.view.State.SessionID == sessionID && e.view.Epoch >= epoch {
+		return nil
+	}
+	e.view, e.tokenizer = v, tokenizer
+	return nil
 }
 
 // Peek calls fn with the view of a history as the last With left it, without reading the
