@@ -7,6 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -346,5 +349,20 @@ var _ = Describe("Session API", func() {
 		Expect(api.Compact(ctx, ns, "conv")).To(Succeed())
 		fetch(conv)(Default)
 		Expect(conv.Annotations).To(HaveKey("parley.dev/compact-requested-at"))
+	})
+
+	It("serves the stdlib-only Python client (clients/python): append, retry, read, page, conflict, follow", func() {
+		python, err := exec.LookPath("python3")
+		if err != nil {
+			Skip("python3 is not installed")
+		}
+		ns := agentNamespace()
+		conv := liveConversation(ns, "conv")
+		cmd := exec.CommandContext(ctx, python, filepath.Join(repoRoot, "clients", "python", "check_client.py"))
+		cmd.Env = append(os.Environ(), "PARLEY_API_URL="+sessionURL, "PARLEY_TOKEN="+agentToken(ns, "agent", agentPodOf(conv)),
+			"PARLEY_NS="+ns, "PARLEY_NAME="+conv.Name)
+		out, err := cmd.CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), "%s", out)
+		Expect(string(out)).To(ContainSubstring("ok"))
 	})
 })

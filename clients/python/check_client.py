@@ -1,0 +1,58 @@
+"""Exercises parley_client against a live Session API. Run by the Go envtest suite with
+PARLEY_API_URL, PARLEY_TOKEN, PARLEY_NS and PARLEY_NAME set; exits non-zero on any failure."""
+
+import os
+import sys
+import threading
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import parley_client  # noqa: E402
+
+
+def main():
+    ns, name = os.environ["PARLEY_NS"], os.environ["PARLEY_NAME"]
+    api = parley_client.Client(os.environ["PARLEY_API_URL"], token=os.environ["PARLEY_TOKEN"])
+
+    batch = [
+        {"id": "py-u1", "role": "user", "blocks": [{"type": "text", "text": "from python"}]},
+        {"id": "py-a1", "role": "assistant", "blocks": [{"type": "text", "text": "hello python"}]},
+    ]
+    first = api.append(ns, name, batch)
+    again = api.append(ns, name, batch)
+    assert first["sequences"] == again["sequences"], (first, again)
+
+    summary = api.conversation(ns, name)
+    assert summary["messages"] == 2, summary
+
+    page = api.messages(ns, name, after=0, limit=1)
+    assert [m["id"] for m in page["messages"]] == ["py-u1"], page
+    assert page["next"] == first["sequences"][0], page
+
+    try:
+        api.append(ns, name, [{"id": "py-u1", "role": "user", "blocks": [{"type": "text", "text": "changed"}]}])
+        raise AssertionError("a conflicting append was accepted")
+    except parley_client.Problem as p:
+        assert p.status == 409 and p.type.endswith("/conflict"), p
+
+    got = []
+    done = threading.Event()
+
+    def follow():
+        for message in api.follow(ns, name, after=first["sequences"][-1]):
+            got.append(message["id"])
+            if len(got) == 2:
+                done.set()
+                return
+
+    threading.Thread(target=follow, daemon=True).start()
+    api.append(ns, name, [
+        {"id": "py-u2", "role": "user", "blocks": [{"type": "text", "text": "more"}]},
+        {"id": "py-a2", "role": "assistant", "blocks": [{"type": "text", "text": "sure"}]},
+    ])
+    assert done.wait(20), got
+    assert got == ["py-u2", "py-a2"], got
+    print("python client: append, idempotent retry, read, page, conflict, follow: ok")
+
+
+if __name__ == "__main__":
+    main()
