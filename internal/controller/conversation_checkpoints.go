@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,7 +36,8 @@ func childName(base, suffix string) string {
 	sum := sha256.Sum256([]byte(base))
 	h := hex.EncodeToString(sum[:])[:8]
 	keep := maxNameLength - len(suffix) - len(h) - 2
-	return base[:keep] + "-" + h + "-" + suffix
+	// A cut ending in '.' or '-' would put ".-" in the name, which no DNS subdomain allows.
+	return strings.TrimRight(base[:keep], "-.") + "-" + h + "-" + suffix
 }
 
 func archiveCheckpointName(conv string) string { return childName(conv, "archive") }
@@ -67,7 +69,7 @@ type checkpointPlan struct {
 // decideCheckpoints applies spec.checkpoints: a Checkpoint at every everyTurns-th turn (the
 // latest such turn only, so a policy enabled late does not back-fill), one per interval while
 // the history grows, and the oldest Scheduled ones deleted past keep. existing are the
-// session's Checkpoints; sequence and turns describe the history now.
+// session's Checkpoints; turns and sequence (of the last message) describe the history now.
 func decideCheckpoints(conv *parleyv1alpha1.Conversation, existing []parleyv1alpha1.Checkpoint, now time.Time, turns int, sequence uint64) checkpointPlan {
 	var plan checkpointPlan
 	have := map[string]bool{}
@@ -142,7 +144,9 @@ func (r *ConversationReconciler) reconcileCheckpoints(ctx context.Context, s *co
 	}
 	turns, seq := 0, uint64(0)
 	if s.summary != nil {
-		turns, seq = s.summary.turns, s.summary.sequence
+		// Compared with the interval Checkpoints' status.sequence: the last message's, not the
+		// head's, or a trailing marker or adapter report would count as growth every interval.
+		turns, seq = s.summary.turns, s.summary.lastMessageSeq
 	}
 	plan := decideCheckpoints(s.conv, existing, s.now, turns, seq)
 	if plan.latest != "" && decideHistoryAction(s) != historyDone {

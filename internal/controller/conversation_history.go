@@ -145,6 +145,9 @@ func (r *ConversationReconciler) summarise(ctx context.Context, conv *parleyv1al
 			sequence: v.Sequence, epoch: v.Epoch, bytes: v.Bytes, messages: v.Messages(), turns: v.Turns,
 			tokens: v.Tokens(), initialized: v.Initialized, adapter: latestAdapter(v.State.Adapters),
 		}
+		if n := len(v.State.Messages); n > 0 {
+			sum.lastMessageSeq = uint64(v.State.Messages[n-1].Seq)
+		}
 		return nil
 	})
 	return &sum, err

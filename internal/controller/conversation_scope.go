@@ -43,6 +43,9 @@ type historySummary struct {
 	tokens      int
 	initialized bool
 	adapter     *parleyv1alpha1.AdapterState
+	// lastMessageSeq is the sequence of the last message, the figure a Checkpoint's
+	// status.sequence records (sequence also counts events, adapter reports and markers).
+	lastMessageSeq uint64
 }
 
 // pendingEvent is an event to emit once status is written.

@@ -26,9 +26,14 @@ func Cut(s *conversation.State, turn int) (conversation.State, int, error) {
 		keep = len(msgs)
 		turn = turnsIn(msgs)
 	case turn == 0:
-		// Cut before the turn whose call is unanswered.
-		turn = msgs[complete].Turn - 1
-		keep = prefixThrough(msgs, turn)
+		// Cut before the turn whose call is unanswered. A transcript may answer an earlier
+		// call only after that turn began (the user spoke while a tool ran): cut again until
+		// every call kept has its result.
+		keep = complete
+		for c := completeThrough(msgs[:keep]); c != keep; c = completeThrough(msgs[:keep]) {
+			keep = c
+		}
+		turn = turnsIn(msgs[:keep])
 	case turn > turnsIn(msgs):
 		return conversation.State{}, 0, fmt.Errorf("%w: turn %d requested, the conversation has %d", ErrTurnNotFound, turn, turnsIn(msgs))
 	default:

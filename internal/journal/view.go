@@ -168,10 +168,12 @@ func (v *View) turnOf(role conversation.Role) int {
 func (v *View) applyEvent(ev *conversation.Event, seq uint64) error {
 	s := &v.State
 	before := len(s.Messages)
+	main := ev.ConversationID == "" || ev.ConversationID == conversation.MainThread
+	target := v.target(ev) // the existing message the event addresses, or -1
+	wasAssistant := target >= 0 && s.Messages[target].Role == conversation.RoleAssistant
 	if !applies(s, ev) {
 		return nil
 	}
-	main := ev.ConversationID == "" || ev.ConversationID == conversation.MainThread
 	if !main || ev.Type == conversation.EventSubagentSpawned || ev.Type == conversation.EventSubagentCompleted {
 		return nil
 	}
@@ -197,22 +199,34 @@ func (v *View) applyEvent(ev *conversation.Event, seq uint64) error {
 			v.recount(i)
 		}
 	default:
-		id := ev.MessageID
-		if ev.Message != nil {
-			id = ev.Message.ID
+		if target < 0 {
+			return nil
 		}
-		i := len(s.Messages) - 1
-		if id != "" {
-			var ok bool
-			if i, ok = v.index[id]; !ok {
-				i = -1
-			}
+		if wasAssistant != (s.Messages[target].Role == conversation.RoleAssistant) {
+			// A header moved the message to or from the assistant role: a turn starts or ends
+			// there, and the turns of the messages after it move with it.
+			conversation.NumberTurns(s.Messages)
+			v.Turns = turnsIn(s.Messages)
 		}
-		if i >= 0 {
-			v.recount(i)
-		}
+		v.recount(target)
 	}
 	return nil
+}
+
+// target is the index of the main-thread message an event addresses, -1 when there is none
+// yet. A delta without a message id addresses the last message.
+func (v *View) target(ev *conversation.Event) int {
+	id := ev.MessageID
+	if ev.Message != nil {
+		id = ev.Message.ID
+	}
+	if id == "" {
+		return len(v.State.Messages) - 1
+	}
+	if i, ok := v.index[id]; ok {
+		return i
+	}
+	return -1
 }
 
 func (v *View) recount(i int) {

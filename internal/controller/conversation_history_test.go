@@ -1,0 +1,86 @@
+package controller
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+)
+
+func TestDecideHistoryAction(t *testing.T) {
+	policy := func(p parleyv1alpha1.ExpirationPolicy) func(*parleyv1alpha1.Conversation) {
+		return func(c *parleyv1alpha1.Conversation) { c.Spec.Lifetime.ExpirationPolicy = p }
+	}
+	history := func(status metav1.ConditionStatus, reason string) func(*parleyv1alpha1.Conversation) {
+		return withCondition(parleyv1alpha1.ConditionHistoryAvailable, status, reason)
+	}
+	tests := map[string]struct {
+		conv    *parleyv1alpha1.Conversation
+		expired bool
+		want    historyAction
+	}{
+		"live keeps the history whatever the policy": {conv: testConv(policy(parleyv1alpha1.ExpirationPolicyDelete)), want: historyKeep},
+		"live with no policy":                        {conv: testConv(), want: historyKeep},
+		"expired Retain reads only":                  {conv: testConv(policy(parleyv1alpha1.ExpirationPolicyRetain)), expired: true, want: historyReadOnly},
+		"expired without a policy reads only":        {conv: testConv(), expired: true, want: historyReadOnly},
+		"expired Delete deletes":                     {conv: testConv(policy(parleyv1alpha1.ExpirationPolicyDelete)), expired: true, want: historyDelete},
+		"expired Archive archives":                   {conv: testConv(policy(parleyv1alpha1.ExpirationPolicyArchive)), expired: true, want: historyArchive},
+		"Delete retried after a store failure": {
+			conv:    testConv(policy(parleyv1alpha1.ExpirationPolicyDelete), history(metav1.ConditionFalse, parleyv1alpha1.ReasonStoreUnavailable)),
+			expired: true, want: historyDelete,
+		},
+		"done once deleted": {
+			conv:    testConv(policy(parleyv1alpha1.ExpirationPolicyDelete), history(metav1.ConditionFalse, parleyv1alpha1.ReasonHistoryDeleted)),
+			expired: true, want: historyDone,
+		},
+		"done once archived": {
+			conv:    testConv(policy(parleyv1alpha1.ExpirationPolicyArchive), history(metav1.ConditionFalse, parleyv1alpha1.ReasonHistoryArchived)),
+			expired: true, want: historyDone,
+		},
+		"done even if the policy changed afterwards": {
+			conv:    testConv(policy(parleyv1alpha1.ExpirationPolicyRetain), history(metav1.ConditionFalse, parleyv1alpha1.ReasonHistoryDeleted)),
+			expired: true, want: historyDone,
+		},
+		"retained history is read again": {
+			conv:    testConv(policy(parleyv1alpha1.ExpirationPolicyRetain), history(metav1.ConditionTrue, parleyv1alpha1.ReasonHistoryRetained)),
+			expired: true, want: historyReadOnly,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			s := newConversationScope(tc.conv, created)
+			s.expired = tc.expired
+			if got := decideHistoryAction(s); got != tc.want {
+				t.Errorf("decideHistoryAction = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestContextStatus(t *testing.T) {
+	tests := map[string]struct {
+		maxTokens *int64
+		tokens    int
+		want      parleyv1alpha1.ContextStatus
+	}{
+		"no limit: the count only":   {tokens: 1234, want: parleyv1alpha1.ContextStatus{Tokens: 1234}},
+		"zero limit is no limit":     {maxTokens: ptrTo(int64(0)), tokens: 10, want: parleyv1alpha1.ContextStatus{Tokens: 10}},
+		"negative limit is no limit": {maxTokens: ptrTo(int64(-5)), tokens: 10, want: parleyv1alpha1.ContextStatus{Tokens: 10}},
+		"a quarter":                  {maxTokens: ptrTo(int64(200000)), tokens: 50000, want: parleyv1alpha1.ContextStatus{Tokens: 50000, Limit: 200000, Percent: 25}},
+		"rounds down":                {maxTokens: ptrTo(int64(3)), tokens: 2, want: parleyv1alpha1.ContextStatus{Tokens: 2, Limit: 3, Percent: 66}},
+		"over the limit":             {maxTokens: ptrTo(int64(100)), tokens: 250, want: parleyv1alpha1.ContextStatus{Tokens: 250, Limit: 100, Percent: 250}},
+		"empty":                      {maxTokens: ptrTo(int64(100)), want: parleyv1alpha1.ContextStatus{Limit: 100}},
+		"percent is capped, never wraps": {
+			maxTokens: ptrTo(int64(1)), tokens: 1 << 40,
+			want: parleyv1alpha1.ContextStatus{Tokens: 1 << 40, Limit: 1, Percent: 1 << 30},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := contextStatus(tc.maxTokens, tc.tokens); *got != tc.want {
+				t.Errorf("contextStatus = %+v, want %+v", *got, tc.want)
+			}
+		})
+	}
+}

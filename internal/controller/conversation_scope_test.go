@@ -1,0 +1,81 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+)
+
+// Fixtures shared by the pure tests of this package: no apiserver, no client, time as a value.
+
+var created = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+const (
+	mintedID = "11111111-2222-4333-8444-555555555555"
+	pinnedID = "6f1c2b8e-3d4a-4e5f-9a7b-1c2d3e4f5a6b"
+)
+
+func mint() string { return mintedID }
+
+func dur(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
+
+func ptrTo[T any](v T) *T { return &v }
+
+// testConv is a ConfigMap-backed Conversation created at created, generation 3, changed by opts.
+func testConv(opts ...func(*parleyv1alpha1.Conversation)) *parleyv1alpha1.Conversation {
+	c := &parleyv1alpha1.Conversation{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", Generation: 3, CreationTimestamp: metav1.NewTime(created)},
+		Spec: parleyv1alpha1.ConversationSpec{
+			History: parleyv1alpha1.HistorySpec{ConfigMap: &parleyv1alpha1.ConfigMapHistory{}},
+		},
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+func withLifetime(l parleyv1alpha1.LifetimeSpec) func(*parleyv1alpha1.Conversation) {
+	return func(c *parleyv1alpha1.Conversation) { c.Spec.Lifetime = l }
+}
+
+func withSession(id string) func(*parleyv1alpha1.Conversation) {
+	return func(c *parleyv1alpha1.Conversation) { c.Status.SessionID = id }
+}
+
+func withCondition(condType string, status metav1.ConditionStatus, reason string) func(*parleyv1alpha1.Conversation) {
+	return func(c *parleyv1alpha1.Conversation) {
+		meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: condType, Status: status, Reason: reason, Message: "before"})
+	}
+}
+
+// decidePure runs the phases of a reconcile that need no store, in the reconciler's order.
+func decidePure(conv *parleyv1alpha1.Conversation, now time.Time) (*conversationScope, bool, expiryDecision) {
+	s := newConversationScope(conv, now)
+	minted := decideSession(s, mint)
+	d := decideExpiry(s)
+	summarizeConditions(s)
+	return s, minted, d
+}
+
+func mustCondition(t *testing.T, s *conversationScope, condType string) *metav1.Condition {
+	t.Helper()
+	c := s.condition(condType)
+	if c == nil {
+		t.Fatalf("no %s condition in %+v", condType, s.status.Conditions)
+	}
+	return c
+}
+
+// unchanged fails when a decision mutated the object it was given.
+func unchanged(t *testing.T, before, after *parleyv1alpha1.Conversation) {
+	t.Helper()
+	if !equality.Semantic.DeepEqual(before, after) {
+		t.Errorf("the input object was mutated:\nbefore %+v\nafter  %+v", before.Status, after.Status)
+	}
+}
