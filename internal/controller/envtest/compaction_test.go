@@ -303,4 +303,63 @@ var _ = Describe("Compaction by the operator", func() {
 			g.Expect(conv.Status.History.Epoch).To(Equal(epoch + 1))
 		}).WithTimeout(2 * time.Second).Should(Succeed())
 	})
+
+	It("records a compaction whose status write was lost, from the epoch itself, and does not compact again", func() {
+		conv := newConversation(parleyv1alpha1.ConversationSpec{Context: compactionContext(parleyv1alpha1.CompactionSlidingWindow)})
+		Expect(k8sClient.Create(ctx, conv)).To(Succeed())
+		Eventually(historyReady(conv)).Should(Succeed())
+		epoch := conv.Status.History.Epoch
+		appendMessages(conv, 0, 6) // far below the threshold
+
+		By("a runner that wrote the new epoch and died before the reconcile recorded it")
+		h, err := stores.Open(ctx, conv, false)
+		Expect(err).NotTo(HaveOccurred())
+		v := loadState(conv)
+		done := &journal.Compaction{
+			Time: time.Now().UTC(), Strategy: "SlidingWindow", TokensBefore: 1500, TokensAfter: 400, MessagesFolded: 3,
+			Checkpoint: fmt.Sprintf("%s-compact-e%d", conv.Name, epoch), FromEpoch: v.Epoch, Through: v.Sequence,
+		}
+		first, err := journal.CompactionRecord(done)
+		Expect(err).NotTo(HaveOccurred())
+		kept := v.State
+		kept.Messages = kept.Messages[3:]
+		state, err := journal.StateRecords(&kept, "e:")
+		Expect(err).NotTo(HaveOccurred())
+		marker, err := journal.InitializedRecord()
+		Expect(err).NotTo(HaveOccurred())
+		_, err = h.NewEpoch(ctx, history.EpochRequest{Epoch: v.Epoch, Through: v.Sequence, Records: append(append([]history.Record{first}, state...), marker)})
+		Expect(err).NotTo(HaveOccurred())
+		poke(conv)
+
+		Eventually(compactedTo(conv, epoch+1)).Should(Succeed())
+		Expect(conv.Status.LastCompaction.Checkpoint).To(Equal(done.Checkpoint))
+		Expect(conv.Status.LastCompaction.TokensBefore).To(Equal(int64(1500)))
+		Expect(conv.Status.LastCompaction.MessagesFolded).To(Equal(int64(3)))
+		Expect(conv.Status.History.Messages).To(Equal(int64(3)))
+		Consistently(func(g Gomega) {
+			fetch(conv)(g)
+			g.Expect(conv.Status.History.Epoch).To(Equal(epoch + 1))
+		}).WithTimeout(2 * time.Second).Should(Succeed())
+	})
+
+	It("replaces a Compaction Checkpoint that misses the messages to fold (left by an earlier run), then compacts once", func() {
+		conv := newConversation(parleyv1alpha1.ConversationSpec{Context: compactionContext(parleyv1alpha1.CompactionSlidingWindow)})
+		Expect(k8sClient.Create(ctx, conv)).To(Succeed())
+		Eventually(historyReady(conv)).Should(Succeed())
+		epoch := conv.Status.History.Epoch
+		appendMessages(conv, 0, 2)
+		stale := newCheckpoint(conv, fmt.Sprintf("%s-compact-e%d", conv.Name, epoch))
+		stale.Spec.Reason = parleyv1alpha1.CheckpointCompaction
+		Expect(k8sClient.Create(ctx, stale)).To(Succeed())
+		Eventually(checkpointReady(stale)).Should(Succeed())
+		Expect(stale.Status.Messages).To(Equal(int64(2)))
+		staleUID := stale.UID
+
+		appendMessages(conv, 2, 58)
+		Eventually(compactedTo(conv, epoch+1)).WithTimeout(60 * time.Second).Should(Succeed())
+		ckpt := &parleyv1alpha1.Checkpoint{ObjectMeta: metav1.ObjectMeta{Namespace: conv.Namespace, Name: conv.Status.LastCompaction.Checkpoint}}
+		fetch(ckpt)(Default)
+		Expect(ckpt.UID).NotTo(Equal(staleUID), "the stale Checkpoint was replaced")
+		Expect(ckpt.Status.Messages).To(Equal(int64(60)), "the Checkpoint holds every message of the compacted epoch")
+	})
 })
