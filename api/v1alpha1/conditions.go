@@ -30,6 +30,35 @@ const (
 	ReasonExpired = "Expired"
 	// ReasonNoAgent: spec.agent is not set, so no pod is managed.
 	ReasonNoAgent = "NoAgent"
+	// ReasonPodRunning: the agent pod runs (AgentRunning=True).
+	ReasonPodRunning = "PodRunning"
+	// ReasonPodPending: the agent pod is created and waits to be scheduled or to start.
+	ReasonPodPending = "PodPending"
+	// ReasonPodUnschedulable: the scheduler cannot place the agent pod (not an agent crash).
+	ReasonPodUnschedulable = "PodUnschedulable"
+	// ReasonImagePullFailed: the agent image cannot be pulled (not an agent crash: no restart is
+	// spent; the kubelet keeps trying and a template change replaces the pod).
+	ReasonImagePullFailed = "ImagePullFailed"
+	// ReasonContainerConfigInvalid: the kubelet cannot create the agent container (a missing
+	// Secret or ConfigMap key, an invalid command): not an agent crash.
+	ReasonContainerConfigInvalid = "ContainerConfigInvalid"
+	// ReasonTemplateConflict: the agent template sets something Parley must set (restartPolicy,
+	// the resume mount path, a reserved volume or PARLEY_* variable); no pod is created.
+	ReasonTemplateConflict = "TemplateConflict"
+	// ReasonRestartScheduled: the agent crashed; the next pod starts when the backoff ends.
+	ReasonRestartScheduled = "RestartScheduled"
+	// ReasonCompleted: the agent exited 0; it is not restarted.
+	ReasonCompleted = "Completed"
+	// ReasonSuspended: spec.suspend is true; the agent pod is removed and everything else kept.
+	ReasonSuspended = "Suspended"
+	// ReasonAgentStopped: the session expired and its agent pod was removed.
+	ReasonAgentStopped = "AgentStopped"
+	// ReasonMaxRestartsExceeded: the agent crashed after agent.maxRestarts restarts.
+	ReasonMaxRestartsExceeded = "MaxRestartsExceeded"
+	// ReasonPoisonTurn: the agent crashed three times in a row at the same turn.
+	ReasonPoisonTurn = "PoisonTurn"
+	// ReasonBundleTooLarge: the resume bundle exceeds what a ConfigMap volume holds.
+	ReasonBundleTooLarge = "BundleTooLarge"
 	// ReasonNotImplemented: the feature is declared in the API but this version of the manager
 	// does not act on it yet. The message names what is missing.
 	ReasonNotImplemented = "NotImplemented"
@@ -153,6 +182,20 @@ const (
 	EventCompacted = "Compacted"
 	// EventCompactionFailed: a compaction attempt failed and will be retried (Warning).
 	EventCompactionFailed = "CompactionFailed"
+	// EventAgentStarted: an agent pod was created (the first, or after a resume).
+	EventAgentStarted = "AgentStarted"
+	// EventAgentCrashed: the agent pod failed (Warning): the reason, exit code and turn.
+	EventAgentCrashed = "AgentCrashed"
+	// EventAgentRestarted: a new agent pod was created after a crash, with the resume bundle.
+	EventAgentRestarted = "AgentRestarted"
+	// EventAgentCompleted: the agent exited 0.
+	EventAgentCompleted = "AgentCompleted"
+	// EventAgentFailed: the agent is not restarted any more (Warning): maxRestarts or a poison turn.
+	EventAgentFailed = "AgentFailed"
+	// EventAgentStopped: the agent pod was removed (suspend, expiry).
+	EventAgentStopped = "AgentStopped"
+	// EventAgentNotStarted: the agent pod cannot start for a reason that is not a crash (Warning).
+	EventAgentNotStarted = "AgentNotStarted"
 )
 
 // AnnotationCompactRequestedAt on a Conversation asks for a compaction now (RFC 3339 time):

@@ -337,6 +337,7 @@ const (
 )
 
 // AgentSpec is the agent's pod.
+// +kubebuilder:validation:XValidation:rule="!has(self.template.spec) || !has(self.template.spec.restartPolicy) || self.template.spec.restartPolicy == 'Never'",message="agent.template.spec.restartPolicy must be Never (or unset): Parley restarts a crashed agent itself, with the resume bundle"
 type AgentSpec struct {
 	// template of the agent pod. Parley sets restartPolicy Never and mounts the resume bundle.
 	// +required
@@ -530,12 +531,23 @@ type AgentStatus struct {
 	// podName of the current agent pod.
 	// +optional
 	PodName string `json:"podName,omitempty"`
+	// attempt counts the agent pods started for this session (after crashes, and on resume
+	// after a suspend); the current pod's name ends in it.
+	// +optional
+	Attempt int32 `json:"attempt,omitempty"`
 	// restarts after crashes so far.
 	// +optional
 	Restarts int32 `json:"restarts,omitempty"`
 	// lastFailure describes the latest crash.
 	// +optional
 	LastFailure *AgentFailure `json:"lastFailure,omitempty"`
+	// failuresAtTurn counts the crashes in a row at lastFailure.turn; at three the turn is
+	// poison and the agent is not restarted.
+	// +optional
+	FailuresAtTurn int32 `json:"failuresAtTurn,omitempty"`
+	// nextStartAt is when the next agent pod starts, while a restart waits out its backoff.
+	// +optional
+	NextStartAt *metav1.Time `json:"nextStartAt,omitempty"`
 	// resumedFrom is the Checkpoint the current pod resumed from.
 	// +optional
 	ResumedFrom string `json:"resumedFrom,omitempty"`
@@ -543,12 +555,19 @@ type AgentStatus struct {
 
 // AgentFailure describes one crash of the agent.
 type AgentFailure struct {
-	// reason, e.g. Error, OOMKilled, Evicted, Deleted.
+	// reason, e.g. Error, OOMKilled, Evicted, Preempted, Deleted, NodeLost.
 	// +optional
 	Reason string `json:"reason,omitempty"`
 	// exitCode of the agent container.
 	// +optional
 	ExitCode int32 `json:"exitCode,omitempty"`
+	// podName of the pod that failed.
+	// +optional
+	PodName string `json:"podName,omitempty"`
+	// message from the kubelet or the container's termination message, cut to 1024 bytes.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
 	// turn that was in progress.
 	// +optional
 	Turn int64 `json:"turn,omitempty"`

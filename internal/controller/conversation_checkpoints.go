@@ -2,12 +2,9 @@ package controller
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +13,7 @@ import (
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 	"github.com/parley-dev/parley/internal/metrics"
+	"github.com/parley-dev/parley/internal/names"
 )
 
 // defaultCheckpointKeep applies when spec.checkpoints.keep is unset (the CRD defaults it too).
@@ -24,21 +22,8 @@ const defaultCheckpointKeep = 10
 // LabelConversation marks a Checkpoint the controller created with its Conversation's name.
 const LabelConversation = "parley.dev/conversation"
 
-// maxNameLength is the longest object name (a DNS-1123 subdomain).
-const maxNameLength = 253
-
-// childName is "<base>-<suffix>", with base cut and marked by a short hash when the whole would
-// not be a valid name: deterministic, so a restarted manager finds what it created.
-func childName(base, suffix string) string {
-	if len(base)+1+len(suffix) <= maxNameLength {
-		return base + "-" + suffix
-	}
-	sum := sha256.Sum256([]byte(base))
-	h := hex.EncodeToString(sum[:])[:8]
-	keep := maxNameLength - len(suffix) - len(h) - 2
-	// A cut ending in '.' or '-' would put ".-" in the name, which no DNS subdomain allows.
-	return strings.TrimRight(base[:keep], "-.") + "-" + h + "-" + suffix
-}
+// childName is "<base>-<suffix>", valid and deterministic (names.Child).
+func childName(base, suffix string) string { return names.Child(base, suffix) }
 
 func archiveCheckpointName(conv string) string { return childName(conv, "archive") }
 
@@ -215,11 +200,5 @@ func (r *ConversationReconciler) createCheckpoint(ctx context.Context, conv *par
 	return nil
 }
 
-// labelSafe is a name usable as a label value (at most 63 characters).
-func labelSafe(name string) string {
-	if len(name) <= 63 {
-		return name
-	}
-	sum := sha256.Sum256([]byte(name))
-	return name[:54] + "-" + hex.EncodeToString(sum[:])[:8]
-}
+// labelSafe is a name usable as a label value (names.Label).
+func labelSafe(name string) string { return names.Label(name) }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+	"github.com/parley-dev/parley/internal/names"
 )
 
 // checkpoint is an existing Checkpoint of Conversation "c", created at created+age.
@@ -228,8 +229,8 @@ func TestChildName(t *testing.T) {
 			if tc.want != "" && got != tc.want {
 				t.Errorf("childName = %q, want %q", got, tc.want)
 			}
-			if len(got) > maxNameLength {
-				t.Errorf("len %d > %d", len(got), maxNameLength)
+			if len(got) > names.MaxLength {
+				t.Errorf("len %d > %d", len(got), names.MaxLength)
 			}
 			if errs := validation.IsDNS1123Subdomain(got); len(errs) > 0 {
 				t.Errorf("%q is not a valid object name: %v", got, errs)

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+	"github.com/parley-dev/parley/internal/names"
 )
 
 var compactionNow = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
@@ -101,7 +102,7 @@ func TestCompactionCheckpointName(t *testing.T) {
 		t.Errorf("compactionCheckpointName = %q", got)
 	}
 	long := compactionCheckpointName(stringOf('a', 260), 12)
-	if len(long) > maxNameLength {
+	if len(long) > names.MaxLength {
 		t.Errorf("name of %d characters", len(long))
 	}
 	if compactionCheckpointName(stringOf('a', 260), 12) != long {
