@@ -38,6 +38,9 @@ help: ## Display this help.
 .PHONY: manifests
 manifests: controller-gen ## Generate CRDs and RBAC from the API types and kubebuilder markers.
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd:generateEmbeddedObjectMeta=true paths="./api/..." paths="./internal/..." output:crd:artifacts:config=config/crd/bases
+	@# The embedded pod template without the Pod's field descriptions: client-side apply's
+	@# last-applied annotation holds at most 256 KiB (see hack/slim-crd).
+	$(GO) run ./hack/slim-crd -schema spec.agent.template config/crd/bases/parley.dev_conversations.yaml
 
 .PHONY: generate
 generate: controller-gen ## Generate DeepCopy methods.

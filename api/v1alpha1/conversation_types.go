@@ -339,7 +339,10 @@ const (
 // AgentSpec is the agent's pod.
 // +kubebuilder:validation:XValidation:rule="!has(self.template.spec) || !has(self.template.spec.restartPolicy) || self.template.spec.restartPolicy == 'Never'",message="agent.template.spec.restartPolicy must be Never (or unset): Parley restarts a crashed agent itself, with the resume bundle"
 type AgentSpec struct {
-	// template of the agent pod. Parley sets restartPolicy Never and mounts the resume bundle.
+	// template of the agent pod: a Pod template (metadata and spec), validated by the apiserver
+	// like a Pod's. Parley sets restartPolicy Never and mounts the resume bundle. Its fields are
+	// the Pod's, documented there (kubectl explain pod.spec); the CRD leaves their descriptions
+	// out to stay small enough for client-side kubectl apply.
 	// +required
 	Template corev1.PodTemplateSpec `json:"template"`
 
