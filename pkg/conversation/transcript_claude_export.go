@@ -3,7 +3,6 @@ package conversation
 import (
 	"bytes"
 	"fmt"
-	"path"
 	"slices"
 	"strings"
 
@@ -19,6 +18,12 @@ type ClaudeExportOptions struct {
 	// CWD is the agent's working directory in the pod that resumes (default State.CWD). The
 	// SDK finds a session only under the cwd it runs in.
 	CWD string
+	// RealPath, when set, resolves CWD to the path the CLI will see: the CLI files a session
+	// under the real path of its working directory (symlinks resolved), and so must the
+	// export. Pass filepath.EvalSymlinks where the directory exists (in the agent's pod); a
+	// caller that cannot see that filesystem (the manager) leaves it nil and CWD is used as
+	// given, so it must already be a real path.
+	RealPath func(string) (string, error)
 }
 
 // ExportedFile is one file of an export, at a path relative to the Claude config directory
@@ -26,29 +31,6 @@ type ClaudeExportOptions struct {
 type ExportedFile struct {
 	Path    string
 	Content []byte
-}
-
-// ClaudeProjectDir is the directory the Claude SDK keeps a cwd's sessions in, relative to
-// the config directory: projects/<cwd with every character but ASCII letters and digits
-// replaced by '-'>.
-func ClaudeProjectDir(cwd string) string {
-	b := []byte(cwd)
-	for i, c := range b {
-		if (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') {
-			b[i] = '-'
-		}
-	}
-	return path.Join("projects", string(b))
-}
-
-// ClaudeTranscriptPath is the main transcript of a session, relative to the config directory.
-func ClaudeTranscriptPath(cwd, sessionID string) string {
-	return path.Join(ClaudeProjectDir(cwd), sessionID+".jsonl")
-}
-
-// ClaudeSubagentPath is a subagent's transcript, relative to the config directory.
-func ClaudeSubagentPath(cwd, sessionID, agentID string) string {
-	return path.Join(ClaudeProjectDir(cwd), sessionID, "subagents", "agent-"+agentID+".jsonl")
 }
 
 // ExportClaude writes the state as Claude Code transcripts in the layout the Claude Agent SDK
@@ -65,6 +47,13 @@ func ExportClaude(s *State, opts ClaudeExportOptions) ([]ExportedFile, error) {
 	}
 	if opts.SessionID == "" {
 		return nil, fmt.Errorf("conversation: export to Claude needs a session id")
+	}
+	if opts.RealPath != nil && opts.CWD != "" {
+		resolved, err := opts.RealPath(opts.CWD)
+		if err != nil {
+			return nil, fmt.Errorf("conversation: resolve the working directory: %w", err)
+		}
+		opts.CWD = resolved
 	}
 	main, err := exportClaudeThread(s.Messages, s.Records, "", opts)
 	if err != nil {
@@ -110,6 +99,7 @@ type claudeWriter struct {
 	opts     ClaudeExportOptions
 	agentID  string
 	lastLine string
+	clock    claudeClock
 	// rawSince are the uuids of the raw lines written since the last message line. A message
 	// line that followed one of them in its transcript keeps it as its parent: a compacted
 	// session's summary stays below its compact_boundary line (whose null parent is where
@@ -118,7 +108,7 @@ type claudeWriter struct {
 }
 
 func exportClaudeThread(messages []Message, records []RawRecord, thread string, opts ClaudeExportOptions) ([]byte, error) {
-	w := &claudeWriter{opts: opts, agentID: thread}
+	w := &claudeWriter{opts: opts, agentID: thread, clock: newClaudeClock(messages)}
 	known := make(map[string]bool, len(messages))
 	for i := range messages {
 		known[messages[i].ID] = true
@@ -216,7 +206,7 @@ func (w *claudeWriter) message(m *Message) error {
 		}
 		var line jsontext.Value
 		if len(rec.Line) > 0 {
-			line, err = w.rewriteLine(rec.Line, id, content)
+			line, err = w.rewriteLine(rec.Line, m, id, content)
 		} else {
 			line, err = w.newLine(m, id, content)
 		}
@@ -289,7 +279,7 @@ func mustString(s string) jsontext.Value {
 	return v
 }
 
-func (w *claudeWriter) rewriteLine(line jsontext.Value, id string, content jsontext.Value) (jsontext.Value, error) {
+func (w *claudeWriter) rewriteLine(line jsontext.Value, m *Message, id string, content jsontext.Value) (jsontext.Value, error) {
 	set := []member{
 		{"parentUuid", w.parentOf(line)},
 		{"uuid", mustString(id)},
@@ -297,6 +287,9 @@ func (w *claudeWriter) rewriteLine(line jsontext.Value, id string, content jsont
 	}
 	if w.opts.CWD != "" {
 		set = append(set, member{"cwd", mustString(w.opts.CWD)})
+	}
+	if !w.clock.keep(line) {
+		set = append(set, member{"timestamp", mustString(w.clock.stamp(m.CreatedAt))})
 	}
 	return rewriteObject(line, func(name string, v jsontext.Value) (jsontext.Value, error) {
 		for _, m := range set {
@@ -323,7 +316,7 @@ type claudeOutLine struct {
 	IsMeta           bool           `json:"isMeta,omitzero"`
 	IsCompactSummary bool           `json:"isCompactSummary,omitzero"`
 	UUID             string         `json:"uuid"`
-	Timestamp        string         `json:"timestamp,omitzero"`
+	Timestamp        string         `json:"timestamp"`
 }
 
 type claudeOutMsg struct {
@@ -348,9 +341,7 @@ func (w *claudeWriter) newLine(m *Message, id string, content jsontext.Value) (j
 		IsMeta:           m.Flags.Has(FlagMeta),
 		IsCompactSummary: m.Flags.Has(FlagCompactSummary),
 		UUID:             id,
-	}
-	if !m.CreatedAt.IsZero() {
-		out.Timestamp = m.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+		Timestamp:        w.clock.stamp(m.CreatedAt),
 	}
 	if m.Role == RoleAssistant {
 		out.Type = "assistant"

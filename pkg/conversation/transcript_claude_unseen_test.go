@@ -205,15 +205,6 @@ func TestExportClaudeNeedsSessionID(t *testing.T) {
 	}
 }
 
-func TestClaudeProjectDir(t *testing.T) {
-	if got := ClaudeProjectDir("/home/me/my_project.v2"); got != "projects/-home-me-my-project-v2" {
-		t.Errorf("got %s", got)
-	}
-	if got := ClaudeTranscriptPath("/w", "s"); got != "projects/-w/s.jsonl" {
-		t.Errorf("got %s", got)
-	}
-}
-
 func FuzzImportClaudeJSONL(f *testing.F) {
 	// One or two fixture lines per seed: a queue operation, a prompt, two lines of one
 	// message, a tool result naming its subagent, a subagent line.
