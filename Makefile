@@ -1,8 +1,10 @@
 # Parley — a Kubernetes operator for AI-agent conversation sessions.
 # Run `make help` for the targets. The two a newcomer needs: `make run-local` and `make test`.
 
-# Image URL to use all building/pushing image targets
-IMG ?= parley-manager:dev
+# Image URL to use all building/pushing image targets. The committed dist/install.yaml names
+# DEFAULT_IMG (make verify renders it with that); `make build-installer IMG=...` for your registry.
+DEFAULT_IMG := parley-manager:dev
+IMG ?= $(DEFAULT_IMG)
 
 SHELL = /usr/bin/env bash -o pipefail
 .SHELLFLAGS = -ec
@@ -14,7 +16,9 @@ GO ?= go
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
 GREMLINS_VERSION ?= v0.6.0
+KUSTOMIZE_VERSION ?= v5.8.1
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
+KUSTOMIZE ?= $(LOCALBIN)/kustomize
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint
 GREMLINS ?= $(LOCALBIN)/gremlins
 
@@ -60,11 +64,12 @@ vet: ## Run go vet (including the e2e build tag).
 	$(GO) vet -tags e2e ./test/...
 
 .PHONY: verify
-verify: manifests generate docs ## Regenerate everything and fail when a generated file changed.
+verify: manifests generate docs kustomize ## Regenerate everything and fail when a generated file changed.
+	hack/build-installer.sh $(KUSTOMIZE) $(DEFAULT_IMG) dist/install.yaml
 	$(GO) mod tidy
-	@if [ -n "$$(git status --porcelain -- api config docs/api.md go.mod go.sum)" ]; then \
-		echo "generated files are out of date; run 'make manifests generate docs' and 'go mod tidy', then commit:"; \
-		git status --porcelain -- api config docs/api.md go.mod go.sum; git --no-pager diff --stat; exit 1; \
+	@if [ -n "$$(git status --porcelain -- api config dist docs/api.md go.mod go.sum)" ]; then \
+		echo "generated files are out of date; run 'make manifests generate docs build-installer' and 'go mod tidy', then commit:"; \
+		git status --porcelain -- api config dist docs/api.md go.mod go.sum; git --no-pager diff --stat; exit 1; \
 	fi
 
 .PHONY: lint
@@ -130,10 +135,8 @@ images: ## Build the manager and test-agent images as tarballs and import them i
 	hack/images.sh
 
 .PHONY: build-installer
-build-installer: manifests generate ## Generate dist/install.yaml with CRDs and the manager deployment.
-	mkdir -p dist
-	kubectl kustomize config/default | sed 's|image: parley-manager:dev|image: $(IMG)|' > dist/install.yaml
-	@grep -q 'image: $(IMG)$$' dist/install.yaml || { echo "IMG was not substituted into dist/install.yaml"; exit 1; }
+build-installer: manifests generate kustomize ## Render dist/install.yaml (CRDs, RBAC, manager, Services) for the manager image IMG.
+	hack/build-installer.sh $(KUSTOMIZE) $(IMG) dist/install.yaml
 
 ##@ Local cluster
 
@@ -166,6 +169,10 @@ s3-server: ## Build versitygw, the S3-compatible server of the storage tests.
 .PHONY: controller-gen
 controller-gen: ## Build controller-gen.
 	@hack/go-install-tool.sh $(LOCALBIN) controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen $(CONTROLLER_TOOLS_VERSION)
+
+.PHONY: kustomize
+kustomize: ## Build kustomize (renders config/ for build-installer).
+	@hack/go-install-tool.sh $(LOCALBIN) kustomize sigs.k8s.io/kustomize/kustomize/v5 $(KUSTOMIZE_VERSION)
 
 .PHONY: golangci-lint
 golangci-lint: ## Build golangci-lint.
