@@ -88,3 +88,88 @@ func replaceMembers(obj jsontext.Value, set ...member) (jsontext.Value, error) {
 	}
 	return rewriteObject(obj, edit, set...)
 }
+
+// memberOf returns the value of the named member of the JSON object obj (the last one when
+// the name repeats), and whether there is one.
+func memberOf(obj jsontext.Value, name string) (jsontext.Value, bool) {
+	if obj.Kind() != '{' {
+		return nil, false
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(obj), jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true))
+	if _, err := dec.ReadToken(); err != nil {
+		return nil, false
+	}
+	var found jsontext.Value
+	ok := false
+	for dec.PeekKind() == '"' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return nil, false
+		}
+		if tok.String() != name {
+			if err := dec.SkipValue(); err != nil {
+				return nil, false
+			}
+			continue
+		}
+		v, err := dec.ReadValue()
+		if err != nil {
+			return nil, false
+		}
+		found, ok = v.Clone(), true
+	}
+	return found, ok
+}
+
+// pathEdit sets (or, with a nil value, removes) the member at a path of nested objects.
+type pathEdit struct {
+	path  []string
+	value jsontext.Value
+}
+
+// editPaths applies edits to the JSON object obj. An intermediate object that is missing is
+// created for a value to set (and left alone for a removal); one that is not an object is
+// replaced.
+func editPaths(obj jsontext.Value, edits ...pathEdit) (jsontext.Value, error) {
+	if len(edits) == 0 {
+		return obj, nil
+	}
+	var direct []member
+	nested := map[string][]pathEdit{}
+	var order []string
+	for _, e := range edits {
+		if len(e.path) == 1 {
+			direct = append(direct, member{e.path[0], e.value})
+			continue
+		}
+		head := e.path[0]
+		if _, seen := nested[head]; !seen {
+			order = append(order, head)
+		}
+		nested[head] = append(nested[head], pathEdit{e.path[1:], e.value})
+	}
+	for _, head := range order {
+		inner, ok := memberOf(obj, head)
+		if !ok || inner.Kind() != '{' {
+			if !setsAnything(nested[head]) {
+				continue
+			}
+			inner = jsontext.Value(`{}`)
+		}
+		v, err := editPaths(inner, nested[head]...)
+		if err != nil {
+			return nil, err
+		}
+		direct = append(direct, member{head, v})
+	}
+	return replaceMembers(obj, direct...)
+}
+
+func setsAnything(edits []pathEdit) bool {
+	for _, e := range edits {
+		if e.value != nil {
+			return true
+		}
+	}
+	return false
+}

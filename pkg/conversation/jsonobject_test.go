@@ -55,3 +55,27 @@ func TestEncodeLineRecordsMatchesMarshal(t *testing.T) {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }
+
+func TestEditPaths(t *testing.T) {
+	cases := []struct {
+		in    string
+		edits []pathEdit
+		want  string
+	}{
+		{`{"a":1,"s":{"x":1,"y":2}}`, []pathEdit{{[]string{"s", "x"}, []byte(`5`)}, {[]string{"a"}, nil}}, `{"s":{"x":5,"y":2}}`},
+		{`{"a":1}`, []pathEdit{{[]string{"s", "t", "u"}, []byte(`"v"`)}}, `{"a":1,"s":{"t":{"u":"v"}}}`},
+		{`{"a":1}`, []pathEdit{{[]string{"s", "x"}, nil}}, `{"a":1}`},
+		{`{"s":7}`, []pathEdit{{[]string{"s", "x"}, []byte(`1`)}}, `{"s":{"x":1}}`},
+		{`{"s":{"x":1},"s":{"y":2}}`, []pathEdit{{[]string{"s", "z"}, []byte(`3`)}}, `{"s":{"y":2,"z":3},"s":{"y":2,"z":3}}`},
+		{`{"a":1}`, nil, `{"a":1}`},
+	}
+	for _, c := range cases {
+		got, err := editPaths([]byte(c.in), c.edits...)
+		if err != nil || string(got) != c.want {
+			t.Errorf("%s: got %s, %v; want %s", c.in, got, err, c.want)
+		}
+	}
+	if v, ok := memberOf([]byte(`{"a":1,"a":2}`), "a"); !ok || string(v) != "2" {
+		t.Errorf("memberOf: %s %v", v, ok)
+	}
+}

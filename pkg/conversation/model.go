@@ -30,7 +30,11 @@ import (
 
 // SchemaVersion is the version of the model and of the snapshot format, "major.minor".
 // A reader accepts any minor version of its major and refuses other majors.
-const SchemaVersion = "1.0"
+//
+// 1.1 added State.Source (a transcript's fields that belong to no message, e.g. an OpenCode
+// export's session info). A 1.0 reader keeps it in State.Extra and writes it back; 1.0
+// snapshots decode unchanged.
+const SchemaVersion = "1.1"
 
 // Role is who produced a message.
 type Role string
@@ -305,8 +309,12 @@ type State struct {
 	// Adapters is the agent adapters' reported state, oldest first (the latest wins).
 	Adapters AdapterStates `json:"adapters,omitzero"`
 	// Records are transcript records kept only to be written back.
-	Records []RawRecord    `json:"records,omitzero"`
-	Extra   jsontext.Value `json:",embed"`
+	Records []RawRecord `json:"records,omitzero"`
+	// Source is the transcript the state was imported from: its format and, in Raw, the
+	// fields of the transcript that belong to no message (an OpenCode export's session
+	// info, members Parley does not know), written back by that format's exporter.
+	Source Source         `json:"source,omitzero"`
+	Extra  jsontext.Value `json:",embed"`
 }
 
 // NewState returns an empty state of the current schema version.

@@ -64,6 +64,10 @@ func TestSnapshotErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	tampered := bytes.Replace(data, []byte("Hello world from the main agent!"), []byte("Hello world from the evil agent!"), 1)
+	current := []byte(`"schemaVersion":"` + SchemaVersion + `"`)
+	if !bytes.Contains(data, current) {
+		t.Fatalf("snapshot does not hold %s", current)
+	}
 	if bytes.Equal(tampered, data) {
 		t.Fatal("fixture text not found")
 	}
@@ -77,9 +81,9 @@ func TestSnapshotErrors(t *testing.T) {
 		"not an object":     {[]byte(`[1]`), ErrSnapshotCorrupt},
 		"trailing data":     {append(bytes.Clone(data), []byte(` {}`)...), ErrSnapshotCorrupt},
 		"wrong format":      {bytes.Replace(data, []byte(SnapshotFormat), []byte("other"), 1), ErrSnapshotCorrupt},
-		"major version 2":   {bytes.Replace(data, []byte(`"schemaVersion":"1.0"`), []byte(`"schemaVersion":"2.0"`), 1), ErrSnapshotVersion},
-		"no version":        {bytes.Replace(data, []byte(`"schemaVersion":"1.0"`), []byte(`"schemaVersion":""`), 1), ErrSnapshotCorrupt},
-		"garbage version":   {bytes.Replace(data, []byte(`"schemaVersion":"1.0"`), []byte(`"schemaVersion":"x"`), 1), ErrSnapshotCorrupt},
+		"major version 2":   {bytes.Replace(data, current, []byte(`"schemaVersion":"2.0"`), 1), ErrSnapshotVersion},
+		"no version":        {bytes.Replace(data, current, []byte(`"schemaVersion":""`), 1), ErrSnapshotCorrupt},
+		"garbage version":   {bytes.Replace(data, current, []byte(`"schemaVersion":"x"`), 1), ErrSnapshotCorrupt},
 		"no payload":        {[]byte(`{"format":"` + SnapshotFormat + `","metadata":{"schemaVersion":"1.0","digest":""}}`), ErrSnapshotCorrupt},
 		"metadata mistyped": {[]byte(`{"format":"` + SnapshotFormat + `","metadata":7,"payload":{}}`), ErrSnapshotCorrupt},
 	}

@@ -110,6 +110,9 @@ func FuzzImportOpenCode(f *testing.F) {
 	f.Add(compactSeed(f, head, 1))
 	f.Add([]byte(`{"info":{"id":"s"},"messages":[{"info":{"id":"m","role":"assistant"},"parts":[{"type":"tool","callID":"c","tool":"task","state":{"status":"running","input":{}}}]}]}`))
 	f.Add([]byte(`{"info":{"id":"s"},"messages":[{"info":{"id":"m","role":"user"},"parts":[]},{"info":{"id":"m","role":"user"},"parts":[]}]}`))
+	f.Add([]byte(`{"info":{"id":"s","title":"t"},"extra":1,"messages":[{"info":{"id":"m","role":"assistant","tokens":{"input":1,"output":2,"reasoning":3}},"parts":[` +
+		`{"id":"p","type":"tool","callID":"c","tool":"bash","state":{"status":"error","input":null,"output":"o","error":"e","time":{"start":1}}},` +
+		`{"id":"p","type":"tool","callID":"c","tool":"bash","state":{"status":"completed","output":"o2"}},{"type":"text","text":null,"time":{}}]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := ImportOpenCode(data)
 		if err != nil {
@@ -151,6 +154,21 @@ func FuzzImportOpenCode(f *testing.F) {
 		}
 		if diff := cmp.Diff(s, back.State); diff != "" {
 			t.Fatalf("imported state changed in a snapshot (-imported +decoded):\n%s", diff)
+		}
+		// Lossless: the export is the input, as JSON, and imports to the same state.
+		out, err := ExportOpenCode(&back.State, OpenCodeExportOptions{})
+		if err != nil {
+			t.Fatalf("imported state does not export: %v", err)
+		}
+		if !sameJSON(data, out) {
+			t.Fatalf("export differs from the input (-input +export):\n%s", jsonDiff(data, out))
+		}
+		again, err := ImportOpenCode(out)
+		if err != nil {
+			t.Fatalf("export does not import: %v", err)
+		}
+		if diff := cmp.Diff(s, again, sameState); diff != "" {
+			t.Fatalf("import → export → import changed the state (-first +second):\n%s", diff)
 		}
 	})
 }
