@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -56,6 +57,9 @@ type options struct {
 	sessionAPIInsecure   bool
 	sessionAPICertDir    string
 	sessionAPIHosts      string
+	agentAPIURL          string
+	agentCAConfigMap     string
+	nodeLostGrace        time.Duration
 }
 
 func main() {
@@ -91,6 +95,13 @@ func main() {
 		"Comma-separated names and addresses of the self-signed Session API certificate.")
 	flag.BoolVar(&o.sessionAPIInsecure, "session-api-insecure", false,
 		"Serve the Session API over plain HTTP. For local runs only: bearer tokens travel in the clear.")
+	flag.StringVar(&o.agentAPIURL, "agent-api-url", "",
+		"The Session API's URL as agent pods reach it (their PARLEY_API_URL). Empty: "+
+			"https://parley-session-api.<the manager's namespace>.svc:8082 when POD_NAMESPACE is set.")
+	flag.StringVar(&o.agentCAConfigMap, "agent-ca-configmap", "",
+		"A ConfigMap (key ca.crt, in each agent's namespace) mounted into agent pods as PARLEY_CA_FILE, for a Session API certificate agents do not trust otherwise.")
+	flag.DurationVar(&o.nodeLostGrace, "node-lost-grace", controller.DefaultNodeLostGrace,
+		"How long an agent pod's node may be NotReady before the agent counts as crashed (NodeLost) and is restarted elsewhere.")
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine) // --zap-log-level, --zap-encoder (json|console), ...
 	flag.Parse()
@@ -118,7 +129,7 @@ func run(ctx context.Context, o options) error {
 		metricsOpts.FilterProvider = authnAuthzFilter
 	}
 
-	cacheOpts := cache.Options{}
+	cacheOpts := cache.Options{ByObject: controller.AgentPodCache()}
 	if ns := splitNamespaces(o.watchNamespaces); len(ns) > 0 {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
 		for _, n := range ns {
@@ -169,6 +180,9 @@ func run(ctx context.Context, o options) error {
 		Compactor:               compactor,
 		Clock:                   clock.RealClock{},
 		MaxConcurrentReconciles: o.concurrency,
+		AgentAPIURL:             agentAPIURL(o.agentAPIURL, os.Getenv("POD_NAMESPACE")),
+		AgentCAConfigMap:        o.agentCAConfigMap,
+		NodeLostGrace:           o.nodeLostGrace,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Conversation controller: %w", err)
 	}
@@ -258,4 +272,13 @@ func splitNamespaces(s string) []string {
 		}
 	}
 	return out
+}
+
+// agentAPIURL is the Session API URL agents get: the flag, else the in-cluster Service of the
+// manager's namespace (config/default names it parley-session-api).
+func agentAPIURL(flagValue, namespace string) string {
+	if flagValue != "" || namespace == "" {
+		return flagValue
+	}
+	return "https://parley-session-api." + namespace + ".svc:8082"
 }

@@ -311,6 +311,15 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 		}); err != nil {
 		return fmt.Errorf("indexing checkpoints by conversation: %w", err)
 	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, agentPodNodeIndex,
+		func(o client.Object) []string {
+			if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
+				return []string{n}
+			}
+			return nil
+		}); err != nil {
+		return fmt.Errorf("indexing agent pods by node: %w", err)
+	}
 	return nil
 }
 

@@ -9,13 +9,16 @@ import (
 // summarizeConditions derives AgentRunning (until agent pods are managed), Ready and the phase
 // from the conditions the phases set, once per reconcile, and stamps observedGeneration.
 func summarizeConditions(s *conversationScope) {
-	if s.conv.Spec.Agent == nil {
-		s.setCondition(parleyv1alpha1.ConditionAgentRunning, metav1.ConditionFalse, parleyv1alpha1.ReasonNoAgent,
-			"spec.agent is not set: Parley keeps the history only")
-	} else {
-		s.setCondition(parleyv1alpha1.ConditionAgentRunning, metav1.ConditionUnknown, parleyv1alpha1.ReasonNotImplemented,
-			"agent pods are not created by this version yet")
+	if s.condition(parleyv1alpha1.ConditionAgentRunning) == nil {
+		if s.conv.Spec.Agent == nil {
+			s.setCondition(parleyv1alpha1.ConditionAgentRunning, metav1.ConditionFalse, parleyv1alpha1.ReasonNoAgent,
+				"spec.agent is not set: Parley keeps the history only")
+		} else {
+			s.setCondition(parleyv1alpha1.ConditionAgentRunning, metav1.ConditionFalse, parleyv1alpha1.ReasonWaitingForHistory,
+				"the agent pod starts once the history is available")
+		}
 	}
+	agent := s.condition(parleyv1alpha1.ConditionAgentRunning)
 
 	hist := s.condition(parleyv1alpha1.ConditionHistoryAvailable)
 	historyUp := hist != nil && hist.Status == metav1.ConditionTrue
@@ -32,12 +35,19 @@ func summarizeConditions(s *conversationScope) {
 		}
 		s.setCondition(parleyv1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
 		s.status.Phase = parleyv1alpha1.ConversationPending
+	case agentFailed(agent.Reason) || agent.Reason == parleyv1alpha1.ReasonTemplateConflict || agent.Reason == parleyv1alpha1.ReasonBundleTooLarge:
+		s.setCondition(parleyv1alpha1.ConditionReady, metav1.ConditionFalse, agent.Reason, "agent: "+agent.Message)
+		s.status.Phase = parleyv1alpha1.ConversationFailed
 	default:
 		s.setCondition(parleyv1alpha1.ConditionReady, metav1.ConditionTrue, parleyv1alpha1.ReasonActive,
 			"the session is live and its history available")
 		s.status.Phase = parleyv1alpha1.ConversationActive
-		if suspended {
+		switch {
+		case suspended:
 			s.status.Phase = parleyv1alpha1.ConversationSuspended
+		case agent.Reason == parleyv1alpha1.ReasonRestartScheduled,
+			agent.Reason == parleyv1alpha1.ReasonPodPending && restarting(s.status.Agent):
+			s.status.Phase = parleyv1alpha1.ConversationRecovering
 		}
 	}
 	if hist == nil {
@@ -45,4 +55,9 @@ func summarizeConditions(s *conversationScope) {
 			"the history is created once the session id is recorded")
 	}
 	s.status.ObservedGeneration = s.conv.Generation
+}
+
+// restarting: the current pod replaced a crashed one and does not run yet.
+func restarting(st *parleyv1alpha1.AgentStatus) bool {
+	return st != nil && st.Restarts > 0 && st.LastFailure != nil && st.LastFailure.PodName != st.PodName
 }

@@ -23,6 +23,7 @@ func TestSummarizeConditions(t *testing.T) {
 		wantMessage     string // exact, when set
 		wantHistory     string // HistoryAvailable reason afterwards
 		wantAgentReason string
+		wantAgentStatus metav1.ConditionStatus
 	}{
 		"active": {
 			conv:      testConv(historyUp),
@@ -69,10 +70,46 @@ func TestSummarizeConditions(t *testing.T) {
 			expired: true, wantPhase: parleyv1alpha1.ConversationExpired, wantReady: metav1.ConditionFalse,
 			wantReason: parleyv1alpha1.ReasonExpired, wantHistory: parleyv1alpha1.ReasonHistoryDeleted,
 		},
-		"an agent is declared but not run by this version": {
-			conv:      testConv(historyUp, func(c *parleyv1alpha1.Conversation) { c.Spec.Agent = &parleyv1alpha1.AgentSpec{} }),
+		"an agent declared before the agent phase ran waits for the history": {
+			conv:      testConv(historyUp, withAgent),
 			wantPhase: parleyv1alpha1.ConversationActive, wantReady: metav1.ConditionTrue, wantReason: parleyv1alpha1.ReasonActive,
-			wantHistory: parleyv1alpha1.ReasonHistoryReady, wantAgentReason: parleyv1alpha1.ReasonNotImplemented,
+			wantHistory: parleyv1alpha1.ReasonHistoryReady, wantAgentReason: parleyv1alpha1.ReasonWaitingForHistory,
+		},
+		"an agent given up on fails the conversation": {
+			conv: testConv(historyUp, withAgent,
+				withCondition(parleyv1alpha1.ConditionAgentRunning, metav1.ConditionFalse, parleyv1alpha1.ReasonPoisonTurn)),
+			wantPhase: parleyv1alpha1.ConversationFailed, wantReady: metav1.ConditionFalse, wantReason: parleyv1alpha1.ReasonPoisonTurn,
+			wantHistory: parleyv1alpha1.ReasonHistoryReady, wantAgentReason: parleyv1alpha1.ReasonPoisonTurn,
+		},
+		"a template conflict fails the conversation": {
+			conv: testConv(historyUp, withAgent,
+				withCondition(parleyv1alpha1.ConditionAgentRunning, metav1.ConditionFalse, parleyv1alpha1.ReasonTemplateConflict)),
+			wantPhase: parleyv1alpha1.ConversationFailed, wantReady: metav1.ConditionFalse, wantReason: parleyv1alpha1.ReasonTemplateConflict,
+			wantHistory: parleyv1alpha1.ReasonHistoryReady, wantAgentReason: parleyv1alpha1.ReasonTemplateConflict,
+		},
+		"a restart waiting out its backoff is recovering": {
+			conv: testConv(historyUp, withAgent,
+				withCondition(parleyv1alpha1.ConditionAgentRunning, metav1.ConditionFalse, parleyv1alpha1.ReasonRestartScheduled)),
+			wantPhase: parleyv1alpha1.ConversationRecovering, wantReady: metav1.ConditionTrue, wantReason: parleyv1alpha1.ReasonActive,
+			wantHistory: parleyv1alpha1.ReasonHistoryReady, wantAgentReason: parleyv1alpha1.ReasonRestartScheduled,
+		},
+		"a replacement pod not running yet is recovering": {
+			conv: testConv(historyUp, withAgent,
+				withCondition(parleyv1alpha1.ConditionAgentRunning, metav1.ConditionFalse, parleyv1alpha1.ReasonPodPending),
+				func(c *parleyv1alpha1.Conversation) {
+					c.Status.Agent = &parleyv1alpha1.AgentStatus{
+						PodName: "c-agent-2", Attempt: 2, Restarts: 1,
+						LastFailure: &parleyv1alpha1.AgentFailure{PodName: "c-agent-1", Reason: "Error"},
+					}
+				}),
+			wantPhase: parleyv1alpha1.ConversationRecovering, wantReady: metav1.ConditionTrue, wantReason: parleyv1alpha1.ReasonActive,
+			wantHistory: parleyv1alpha1.ReasonHistoryReady, wantAgentReason: parleyv1alpha1.ReasonPodPending,
+		},
+		"a running agent is active": {
+			conv: testConv(historyUp, withAgent,
+				withCondition(parleyv1alpha1.ConditionAgentRunning, metav1.ConditionTrue, parleyv1alpha1.ReasonPodRunning)),
+			wantPhase: parleyv1alpha1.ConversationActive, wantReady: metav1.ConditionTrue, wantReason: parleyv1alpha1.ReasonActive,
+			wantHistory: parleyv1alpha1.ReasonHistoryReady, wantAgentReason: parleyv1alpha1.ReasonPodRunning, wantAgentStatus: metav1.ConditionTrue,
 		},
 	}
 	for name, tc := range tests {
@@ -98,7 +135,10 @@ func TestSummarizeConditions(t *testing.T) {
 			}
 			wantAgent, wantAgentStatus := parleyv1alpha1.ReasonNoAgent, metav1.ConditionFalse
 			if tc.wantAgentReason != "" {
-				wantAgent, wantAgentStatus = tc.wantAgentReason, metav1.ConditionUnknown
+				wantAgent = tc.wantAgentReason
+			}
+			if tc.wantAgentStatus != "" {
+				wantAgentStatus = tc.wantAgentStatus
 			}
 			if a := mustCondition(t, s, parleyv1alpha1.ConditionAgentRunning); a.Reason != wantAgent || a.Status != wantAgentStatus {
 				t.Errorf("AgentRunning %s %s, want %s %s", a.Status, a.Reason, wantAgentStatus, wantAgent)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -45,6 +47,14 @@ type ConversationReconciler struct {
 	NewSessionID func() string
 	// MaxConcurrentReconciles bounds parallel reconciles (1 when zero).
 	MaxConcurrentReconciles int
+	// AgentAPIURL is the Session API's URL as agent pods reach it (PARLEY_API_URL);
+	// AgentCAConfigMap, when set, names a ConfigMap (key ca.crt, in each agent's namespace)
+	// mounted for PARLEY_CA_FILE.
+	AgentAPIURL      string
+	AgentCAConfigMap string
+	// NodeLostGrace is how long an agent pod's node may be NotReady before the pod counts as
+	// lost (DefaultNodeLostGrace when zero).
+	NodeLostGrace time.Duration
 	// Observe, when set, is told of every reconcile before it starts (tests count them to
 	// prove that an idle Conversation is not polled).
 	Observe func(ctrl.Request)
@@ -57,6 +67,9 @@ type ConversationReconciler struct {
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=serviceaccounts/token,verbs=create
 
 // Reconcile runs the phases and writes what they decided.
 func (r *ConversationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -85,6 +98,7 @@ func (r *ConversationReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		r.reconcileHistory(ctx, s)
 		r.reconcileCompaction(ctx, s)
 		r.reconcileCheckpoints(ctx, s)
+		r.reconcileAgent(ctx, s)
 	}
 	summarizeConditions(s)
 
@@ -109,6 +123,12 @@ func (r *ConversationReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		s.event(parleyv1alpha1.EventExpired, "Expire", "session %s expired", s.status.SessionID)
 	}
 	r.emit(conv, s.events)
+	if s.agentCrashed != "" {
+		metrics.AgentCrashes.WithLabelValues(s.agentCrashed).Inc()
+	}
+	if s.agentFailed != "" {
+		metrics.AgentsFailed.WithLabelValues(s.agentFailed).Inc()
+	}
 
 	if s.retryErr != nil {
 		return ctrl.Result{}, s.retryErr
@@ -158,7 +178,11 @@ func (r *ConversationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&parleyv1alpha1.Conversation{}).
 		// A Checkpoint becoming Ready moves latestCheckpoint and unblocks an Archive expiry.
-		Watches(&parleyv1alpha1.Checkpoint{}, handler.EnqueueRequestsFromMapFunc(conversationOfCheckpoint))
+		Watches(&parleyv1alpha1.Checkpoint{}, handler.EnqueueRequestsFromMapFunc(conversationOfCheckpoint)).
+		// Agent pods: a crash, a start or a deletion wakes their Conversation at once.
+		Owns(&corev1.Pod{}).
+		// A node going NotReady (or Ready again) wakes the Conversations with agent pods on it.
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.conversationsOnNode), builder.WithPredicates(nodeReadyChanged()))
 	if src, ok := r.Compactor.(interface{ Source() source.Source }); ok {
 		b = b.WatchesRawSource(src.Source()) // a finished compaction wakes its Conversation
 	}

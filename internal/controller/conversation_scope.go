@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -25,6 +26,12 @@ type conversationScope struct {
 
 	// summary is what the history holds now, when it could be read this reconcile.
 	summary *historySummary
+
+	// agentPod is the current agent pod, when the agent phase read one.
+	agentPod *corev1.Pod
+	// agentCrashed and agentFailed name a crash recorded and an agent given up on this
+	// reconcile (counted in metrics once status is written).
+	agentCrashed, agentFailed string
 
 	events  []pendingEvent
 	requeue time.Duration

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -78,4 +79,11 @@ func unchanged(t *testing.T, before, after *parleyv1alpha1.Conversation) {
 	if !equality.Semantic.DeepEqual(before, after) {
 		t.Errorf("the input object was mutated:\nbefore %+v\nafter  %+v", before.Status, after.Status)
 	}
+}
+
+// withAgent declares an agent pod template.
+func withAgent(c *parleyv1alpha1.Conversation) {
+	c.Spec.Agent = &parleyv1alpha1.AgentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "agent", Image: "agent:1"}},
+	}}}
 }

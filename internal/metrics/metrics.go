@@ -68,7 +68,8 @@ func (c *ConversationCollector) Collect(ch chan<- prometheus.Metric) {
 // Register adds Parley's metrics to controller-runtime's registry, served on /metrics.
 func Register(reader client.Reader) {
 	ctrlmetrics.Registry.MustRegister(Expirations, HistoriesCreated, StoreErrors, CheckpointsCreated, Snapshots,
-		SnapshotBytes, ExpiryLateness, Compactions, CompactionDuration, CompactionTokensSaved, &ConversationCollector{Reader: reader})
+		SnapshotBytes, ExpiryLateness, Compactions, CompactionDuration, CompactionTokensSaved,
+		AgentCrashes, AgentPodsStarted, AgentsFailed, CrashToStart, &ConversationCollector{Reader: reader})
 }
 
 // HistoriesCreated counts histories created and initialised, by backend (configmap, s3).

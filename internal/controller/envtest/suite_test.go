@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -98,6 +99,7 @@ var _ = BeforeSuite(func() {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme.Scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache:   cache.Options{ByObject: controller.AgentPodCache()},
 	})
 	Expect(err).NotTo(HaveOccurred())
 	// The ConfigMap histories' own client reads the apiserver, not the cache, as in cmd/manager.
@@ -121,6 +123,8 @@ var _ = BeforeSuite(func() {
 		Compactor:               compactor,
 		Clock:                   clock.RealClock{},
 		MaxConcurrentReconciles: 4,
+		AgentAPIURL:             "https://parley-session-api.parley-system.svc:8082",
+		NodeLostGrace:           3 * time.Second,
 		Observe: func(req ctrl.Request) {
 			n, _ := reconciles.LoadOrStore(req.NamespacedName, new(atomic.Int64))
 			n.(*atomic.Int64).Add(1)

@@ -1,0 +1,367 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+	"github.com/parley-dev/parley/internal/agentpod"
+	"github.com/parley-dev/parley/internal/bundle"
+	"github.com/parley-dev/parley/internal/historystore"
+	"github.com/parley-dev/parley/internal/journal"
+	"github.com/parley-dev/parley/internal/metrics"
+)
+
+// AnnotationStoppedBy marks a pod Parley itself deletes (suspend, expiry, replacement), so a
+// reconcile that reads it while it terminates never takes it for a crash.
+const AnnotationStoppedBy = "parley.dev/stopped-by"
+
+// DefaultNodeLostGrace is how long a pod's node may be NotReady before the pod counts as lost.
+const DefaultNodeLostGrace = 2 * time.Minute
+
+// reconcileAgent runs the agent phase: read the current pod (and its node), decide, then stop
+// or start pods. Status is in the scope; the reconciler writes it once.
+func (r *ConversationReconciler) reconcileAgent(ctx context.Context, s *conversationScope) {
+	seen, err := r.seeAgent(ctx, s)
+	if err != nil {
+		s.setCondition(parleyv1alpha1.ConditionAgentRunning, metav1.ConditionUnknown, parleyv1alpha1.ReasonPodPending, "reading the agent pod: "+err.Error())
+		s.retryErr = err
+		return
+	}
+	plan := decideAgent(s, seen)
+	if plan.crashCheckpoint != "" {
+		turn := plan.crashTurn
+		if err := r.createCheckpoint(ctx, s.conv, plan.crashCheckpoint, parleyv1alpha1.CheckpointCrash, &turn); err != nil {
+			s.retryErr = err
+		}
+	}
+	if plan.stop {
+		if err := r.stopAgentPod(ctx, s); err != nil {
+			s.retryErr = err
+			return
+		}
+	}
+	if plan.start != "" {
+		if err := r.startAgentPod(ctx, s, plan.start); err != nil {
+			var conflict *agentpod.ConflictError
+			switch {
+			case errors.As(err, &conflict):
+				s.setCondition(parleyv1alpha1.ConditionAgentRunning, metav1.ConditionFalse, parleyv1alpha1.ReasonTemplateConflict,
+					fmt.Sprintf("no agent pod is created: %s", conflict.Error()))
+			case errors.Is(err, errBundleTooLarge):
+				s.setCondition(parleyv1alpha1.ConditionAgentRunning, metav1.ConditionFalse, parleyv1alpha1.ReasonBundleTooLarge, err.Error())
+			default:
+				s.setCondition(parleyv1alpha1.ConditionAgentRunning, metav1.ConditionFalse, parleyv1alpha1.ReasonPodPending, "creating the agent pod: "+err.Error())
+				s.retryErr = err
+			}
+		}
+	}
+	r.requeueForNode(s, seen)
+}
+
+// seeAgent reads the pod status.agent.podName names: from the cache, and from the API server
+// before calling it gone (a pod created a moment ago may not be cached yet).
+func (r *ConversationReconciler) seeAgent(ctx context.Context, s *conversationScope) (agentSeen, error) {
+	seen := agentSeen{}
+	if s.conv.Spec.Agent != nil {
+		seen.template = agentpod.TemplateHash(&s.conv.Spec.Agent.Template)
+	}
+	st := s.status.Agent
+	if st == nil || st.PodName == "" {
+		return seen, nil
+	}
+	pod := &corev1.Pod{}
+	key := client.ObjectKey{Namespace: s.conv.Namespace, Name: st.PodName}
+	err := r.Get(ctx, key, pod)
+	if apierrors.IsNotFound(err) {
+		err = r.APIReader.Get(ctx, key, pod)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return seen, fmt.Errorf("reading agent pod %s: %w", key, err)
+	case pod.Annotations[AnnotationStoppedBy] != "":
+		// Parley is deleting it (a status write after the delete was lost): nothing to record.
+	case !metav1.IsControlledBy(pod, s.conv):
+		seen.exists, seen.foreign = true, true
+	default:
+		seen.exists = true
+		seen.podTemplate = pod.Annotations[agentpod.AnnotationTemplateHash]
+		seen.obs = agentpod.Classify(pod, r.nodeOf(ctx, pod), s.now, r.nodeLostGrace())
+		s.agentPod = pod
+	}
+	newCrash := (!seen.exists || seen.obs.State == agentpod.Crashed) && (st.LastFailure == nil || st.LastFailure.PodName != st.PodName)
+	if newCrash && s.conv.Spec.Agent != nil && !s.expired && (s.conv.Spec.Suspend == nil || !*s.conv.Spec.Suspend) {
+		turn, err := r.completeTurns(ctx, s)
+		if err != nil {
+			return seen, err
+		}
+		seen.crashTurn = int64(turn) + 1
+	}
+	return seen, nil
+}
+
+func (r *ConversationReconciler) nodeLostGrace() time.Duration {
+	if r.NodeLostGrace > 0 {
+		return r.NodeLostGrace
+	}
+	return DefaultNodeLostGrace
+}
+
+// nodeOf reads the pod's node from the cache; nil when the pod is unbound or the node cannot
+// be read (a node that cannot be read is never taken for a lost one).
+func (r *ConversationReconciler) nodeOf(ctx context.Context, pod *corev1.Pod) *agentpod.Node {
+	if pod.Spec.NodeName == "" {
+		return nil
+	}
+	node := &corev1.Node{}
+	if err := r.Get(ctx, client.ObjectKey{Name: pod.Spec.NodeName}, node); err != nil {
+		if apierrors.IsNotFound(err) {
+			return &agentpod.Node{Gone: true}
+		}
+		return nil
+	}
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return &agentpod.Node{Ready: c.Status, Since: c.LastTransitionTime.Time}
+		}
+	}
+	return nil
+}
+
+// requeueForNode looks again when the pod's NotReady node passes the grace period.
+func (r *ConversationReconciler) requeueForNode(s *conversationScope, seen agentSeen) {
+	if s.agentPod == nil || seen.obs.State == agentpod.Crashed || seen.obs.State == agentpod.Completed {
+		return
+	}
+	if n := r.nodeOf(context.Background(), s.agentPod); n != nil && !n.Gone && n.Ready != corev1.ConditionTrue && !n.Since.IsZero() {
+		s.requeueAt(n.Since.Add(r.nodeLostGrace()))
+	}
+}
+
+// completeTurns is the last complete turn of the history: a crashed agent resumes after it.
+func (r *ConversationReconciler) completeTurns(ctx context.Context, s *conversationScope) (int, error) {
+	turn := 0
+	err := r.withView(ctx, s, func(v *journal.View) error {
+		_, t, err := journal.Cut(&v.State, 0)
+		turn = t
+		return err
+	})
+	return turn, err
+}
+
+// withView runs fn on the history's cached view.
+func (r *ConversationReconciler) withView(ctx context.Context, s *conversationScope, fn func(*journal.View) error) error {
+	conv := s.conv.DeepCopy()
+	conv.Status = s.status
+	h, err := r.Stores.Open(ctx, conv, false)
+	if err != nil {
+		return err
+	}
+	key, err := historystore.Key(conv)
+	if err != nil {
+		return err
+	}
+	return r.Views.With(ctx, key, conv.Status.SessionID, string(tokenizerOf(conv)), h, fn)
+}
+
+// stopAgentPod marks the current pod as Parley's to delete, then deletes it.
+func (r *ConversationReconciler) stopAgentPod(ctx context.Context, s *conversationScope) error {
+	pod := s.agentPod
+	if pod == nil {
+		return nil
+	}
+	patch := client.MergeFrom(pod.DeepCopy())
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[AnnotationStoppedBy] = "parley"
+	if err := r.Patch(ctx, pod, patch); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("marking agent pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	if err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting agent pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
+}
+
+// startAgentPod builds the resume bundle, stores it in an immutable ConfigMap, and creates the
+// next attempt's pod. Both names are deterministic: a retry after a lost answer finds them.
+func (r *ConversationReconciler) startAgentPod(ctx context.Context, s *conversationScope, cause agentStart) error {
+	spec := s.conv.Spec.Agent
+	st := s.status.Agent
+	attempt := st.Attempt + 1
+	checkpoint := ""
+	checkpointTurn := 0
+	if cause == startRestart && st.LastFailure != nil && st.LastFailure.Turn > 1 {
+		checkpoint, checkpointTurn = crashCheckpointName(s.conv.Name, st.Attempt), int(st.LastFailure.Turn-1)
+	}
+	owner := *metav1.NewControllerRef(s.conv, parleyv1alpha1.GroupVersion.WithKind("Conversation"))
+
+	files, err := r.renderBundle(ctx, s, attempt, checkpoint, checkpointTurn)
+	if err != nil {
+		return err
+	}
+	cmName := bundleConfigMapName(s.conv.Name, attempt)
+	params := agentpod.Params{
+		Conversation: s.conv.Name, Namespace: s.conv.Namespace, Owner: owner, SessionID: s.status.SessionID,
+		Attempt: attempt, Resume: attempt > 1, Checkpoint: checkpoint,
+		APIURL: r.AgentAPIURL, CAConfigMap: r.AgentCAConfigMap,
+		MountPath: mountPath(spec), BundleName: cmName, BundleItems: files.items, ClaudeConfig: files.claudeDir,
+	}
+	pod, err := agentpod.Build(&spec.Template, params)
+	if err != nil {
+		return err
+	}
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: s.conv.Namespace, Name: cmName, OwnerReferences: []metav1.OwnerReference{owner},
+			Labels: map[string]string{LabelConversation: labelSafe(s.conv.Name), agentpod.LabelAttempt: strconv.Itoa(int(attempt))},
+		},
+		Data:      files.data,
+		Immutable: ptr.To(true),
+	}
+	if err := r.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating the resume bundle ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
+	}
+	if err := r.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating agent pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+
+	if cause == startRestart {
+		st.Restarts++
+		if st.LastFailure != nil && st.LastFailure.Time != nil {
+			metrics.CrashToStart.Observe(s.now.Sub(st.LastFailure.Time.Time).Seconds())
+		}
+	}
+	previous := st.PodName
+	st.Attempt, st.PodName, st.NextStartAt, st.ResumedFrom = attempt, pod.Name, nil, checkpoint
+	metrics.AgentPodsStarted.WithLabelValues(string(cause)).Inc()
+	s.setCondition(parleyv1alpha1.ConditionAgentRunning, metav1.ConditionFalse, parleyv1alpha1.ReasonPodPending,
+		fmt.Sprintf("agent pod %s created (attempt %d); waiting for it to run", pod.Name, attempt))
+	switch cause {
+	case startRestart:
+		s.event(parleyv1alpha1.EventAgentRestarted, "Restart", "agent pod %s created after %s of %s (restart %d), resuming at turn %d",
+			pod.Name, st.LastFailure.Reason, previous, st.Restarts, checkpointTurn)
+	default:
+		s.event(parleyv1alpha1.EventAgentStarted, "Start", "agent pod %s created (%s, attempt %d)", pod.Name, cause, attempt)
+	}
+	r.pruneAgentObjects(ctx, s, attempt)
+	return nil
+}
+
+// pruneAgentObjects deletes what older attempts left: pods before the previous one (the last
+// failed pod stays for `kubectl logs`) and bundles before the current one. Best effort: the
+// Conversation's owner references remove them all in the end.
+func (r *ConversationReconciler) pruneAgentObjects(ctx context.Context, s *conversationScope, attempt int32) {
+	if attempt > 2 {
+		old := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: s.conv.Namespace, Name: agentpod.PodName(s.conv.Name, attempt-2)}}
+		_ = r.Delete(ctx, old)
+	}
+	if attempt > 1 {
+		old := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: s.conv.Namespace, Name: bundleConfigMapName(s.conv.Name, attempt-1)}}
+		_ = r.Delete(ctx, old)
+	}
+}
+
+func bundleConfigMapName(conv string, attempt int32) string {
+	return childName(conv, fmt.Sprintf("bundle-%d", attempt))
+}
+
+func mountPath(spec *parleyv1alpha1.AgentSpec) string {
+	if spec.ResumeMountPath != "" {
+		return spec.ResumeMountPath
+	}
+	return "/var/run/parley"
+}
+
+// errBundleTooLarge: the bundle does not fit a ConfigMap volume.
+var errBundleTooLarge = errors.New("the resume bundle is larger than a ConfigMap holds")
+
+// renderedBundle is a bundle in ConfigMap form.
+type renderedBundle struct {
+	data      map[string]string
+	items     []corev1.KeyToPath
+	claudeDir string
+}
+
+// maxBundleBytes is what a bundle may take in a ConfigMap (1 MiB in all, with room for
+// metadata). Larger bundles need the restore init container, not built yet.
+const maxBundleBytes = 1000 * 1024
+
+// renderBundle builds the resume bundle for the next attempt from the history, cut at the
+// Crash Checkpoint's turn when there is one (the same messages the Checkpoint holds), else at
+// the latest complete turn.
+func (r *ConversationReconciler) renderBundle(ctx context.Context, s *conversationScope, attempt int32, checkpoint string, turn int) (renderedBundle, error) {
+	spec := s.conv.Spec.Agent
+	in := bundle.Input{
+		SessionID: s.status.SessionID, Conversation: s.conv.Name, Namespace: s.conv.Namespace,
+		Adapter: spec.Adapter, Checkpoint: checkpoint, Attempt: attempt - 1,
+	}
+	if len(spec.Template.Spec.Containers) > 0 {
+		in.WorkingDir = spec.Template.Spec.Containers[0].WorkingDir
+	}
+	claudeDir := ""
+	if spec.Adapter == parleyv1alpha1.AdapterClaudeAgentSDK {
+		claudeDir = bundle.ClaudeDir
+		in.ClaudeConfigDir = path.Join(mountPath(spec), bundle.ClaudeDir)
+	}
+	var files bundle.Files
+	err := r.withView(ctx, s, func(v *journal.View) error {
+		state, _, err := journal.Cut(&v.State, turn)
+		if errors.Is(err, journal.ErrTurnNotFound) {
+			state, _, err = journal.Cut(&v.State, 0)
+		}
+		if err != nil {
+			return err
+		}
+		in.State = &state
+		files, err = bundle.Build(in)
+		return err
+	})
+	if err != nil {
+		return renderedBundle{}, fmt.Errorf("building the resume bundle: %w", err)
+	}
+	if files.Size() > maxBundleBytes {
+		return renderedBundle{}, fmt.Errorf("%w: %d bytes (the limit is %d); the restore init container for large bundles is not built yet",
+			errBundleTooLarge, files.Size(), maxBundleBytes)
+	}
+	out := renderedBundle{data: map[string]string{}, claudeDir: claudeDir}
+	for i, p := range files.Paths() {
+		key := configMapKey(p, i)
+		out.data[key] = string(files[p])
+		out.items = append(out.items, corev1.KeyToPath{Key: key, Path: p})
+	}
+	return out, nil
+}
+
+// configMapKey is a ConfigMap key for a bundle path: the path with '/' as '.', prefixed by its
+// index so two paths can never share a key.
+func configMapKey(p string, i int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%02d.", i)
+	for _, c := range p {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_', c == '.':
+			b.WriteRune(c)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	key := b.String()
+	if len(key) > 253 {
+		key = key[:253]
+	}
+	return key
+}
