@@ -45,6 +45,9 @@ const (
 	// ReasonTemplateConflict: the agent template sets something Parley must set (restartPolicy,
 	// the resume mount path, a reserved volume or PARLEY_* variable); no pod is created.
 	ReasonTemplateConflict = "TemplateConflict"
+	// ReasonInvalidTemplate: the API server refused the agent pod built from the template (the
+	// condition quotes why); no pod is created until the template changes.
+	ReasonInvalidTemplate = "InvalidTemplate"
 	// ReasonRestartScheduled: the agent crashed; the next pod starts when the backoff ends.
 	ReasonRestartScheduled = "RestartScheduled"
 	// ReasonCompleted: the agent exited 0; it is not restarted.

@@ -135,6 +135,11 @@ func Build(template *corev1.PodTemplateSpec, p Params) (*corev1.Pod, error) {
 	pod.Annotations[AnnotationTemplateHash] = TemplateHash(template)
 
 	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
+	if pod.Spec.ServiceAccountName == "" {
+		// The token projection needs a named ServiceAccount; "default" is what admission
+		// would pick, said out loud.
+		pod.Spec.ServiceAccountName = "default"
+	}
 	pod.Spec.Volumes = append(pod.Spec.Volumes, volumes(p)...)
 	env := environment(p)
 	mounts := mounts(p)
@@ -187,7 +192,7 @@ func environment(p Params) []corev1.EnvVar {
 		{Name: EnvSessionID, Value: p.SessionID},
 		{Name: EnvAPIURL, Value: p.APIURL},
 		{Name: EnvResume, Value: strconv.FormatBool(p.Resume)},
-		{Name: EnvResumeAttempt, Value: strconv.Itoa(int(p.Attempt))},
+		{Name: EnvResumeAttempt, Value: strconv.Itoa(int(p.Attempt - 1))}, // resumes so far: 0 for the first pod
 		{Name: EnvCheckpoint, Value: p.Checkpoint},
 		{Name: EnvResumeDir, Value: p.MountPath},
 		{Name: EnvTokenFile, Value: path.Join(TokenDir, "token")},

@@ -71,7 +71,7 @@ func TestBuildKeepsTheTemplateAndAddsWhatParleyNeeds(t *testing.T) {
 		env := envOf(c)
 		want := map[string]string{
 			EnvConversation: "support-42", EnvNamespace: "team-a", EnvSessionID: "5f0c", EnvAPIURL: "https://api:8082",
-			EnvResume: "true", EnvResumeAttempt: "2", EnvCheckpoint: "support-42-crash-1", EnvResumeDir: "/var/run/parley",
+			EnvResume: "true", EnvResumeAttempt: "1", EnvCheckpoint: "support-42-crash-1", EnvResumeDir: "/var/run/parley",
 			EnvTokenFile: TokenDir + "/token",
 		}
 		if i == 0 {

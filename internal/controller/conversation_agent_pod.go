@@ -59,6 +59,12 @@ func (r *ConversationReconciler) reconcileAgent(ctx context.Context, s *conversa
 			case errors.As(err, &conflict):
 				s.setCondition(parleyv1alpha1.ConditionAgentRunning, metav1.ConditionFalse, parleyv1alpha1.ReasonTemplateConflict,
 					fmt.Sprintf("no agent pod is created: %s", conflict.Error()))
+			case apierrors.IsInvalid(err):
+				s.setCondition(parleyv1alpha1.ConditionAgentRunning, metav1.ConditionFalse, parleyv1alpha1.ReasonInvalidTemplate,
+					"the API server refused the agent pod built from spec.agent.template: "+err.Error())
+				if c := findCondition(s.conv.Status.Conditions, parleyv1alpha1.ConditionAgentRunning); c == nil || c.Reason != parleyv1alpha1.ReasonInvalidTemplate {
+					s.warning(parleyv1alpha1.EventAgentNotStarted, "Start", "the agent pod was refused: %s", err.Error())
+				}
 			case errors.Is(err, errBundleTooLarge):
 				s.setCondition(parleyv1alpha1.ConditionAgentRunning, metav1.ConditionFalse, parleyv1alpha1.ReasonBundleTooLarge, err.Error())
 			default:

@@ -35,7 +35,7 @@ func summarizeConditions(s *conversationScope) {
 		}
 		s.setCondition(parleyv1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
 		s.status.Phase = parleyv1alpha1.ConversationPending
-	case agentFailed(agent.Reason) || agent.Reason == parleyv1alpha1.ReasonTemplateConflict || agent.Reason == parleyv1alpha1.ReasonBundleTooLarge:
+	case agentFailed(agent.Reason) || agent.Reason == parleyv1alpha1.ReasonTemplateConflict || agent.Reason == parleyv1alpha1.ReasonInvalidTemplate || agent.Reason == parleyv1alpha1.ReasonBundleTooLarge:
 		s.setCondition(parleyv1alpha1.ConditionReady, metav1.ConditionFalse, agent.Reason, "agent: "+agent.Message)
 		s.status.Phase = parleyv1alpha1.ConversationFailed
 	default:
