@@ -67,8 +67,8 @@ logs=$("$lc" logs)
 step "CRDs (config/crd/bases)"
 crds=(config/crd/bases/*.yaml)
 if [ -e "${crds[0]}" ]; then
-  # Server-side: the Conversation CRD is too large for the last-applied annotation.
-  kubectl apply --server-side --force-conflicts -f config/crd/bases
+  # Client-side, as most people and Argo CD apply (the CRDs fit the last-applied annotation).
+  kubectl apply -f config/crd/bases
   crd_names=$(kubectl get -f config/crd/bases -o name | sed 's|^[^/]*/||' | LC_ALL=C sort)
   # A CRD that was just created has status.conditions: null for a moment. A jsonpath filter on
   # that errors ("<nil> is not array or slice and cannot be filtered"; with set -e it ended the
@@ -109,7 +109,7 @@ patches:
     - {op: replace, path: /spec/replicas, value: 1}
     - {op: add, path: /spec/template/spec/containers/0/imagePullPolicy, value: Never}
 EOF
-  kubectl kustomize "$overlay" | kubectl apply --server-side --force-conflicts -f -
+  kubectl kustomize "$overlay" | kubectl apply -f -
   if kubectl -n parley-system rollout status deployment/parley-controller-manager --timeout 180s; then
     manager_running=1
     manager_where="in the cluster: kubectl -n parley-system logs deploy/parley-controller-manager"

@@ -40,8 +40,8 @@ var _ = Describe("the Parley manager on the local cluster", Ordered, func() {
 		kubeconfig, err := localCluster(ctx, "kubeconfig")
 		Expect(err).NotTo(HaveOccurred())
 
-		By("installing the CRDs (server-side: the Conversation CRD is too large for client-side apply)")
-		apply := exec.CommandContext(ctx, "kubectl", "apply", "--server-side", "--force-conflicts", "-f", "config/crd/bases")
+		By("installing the CRDs (kubectl apply -f, client-side)")
+		apply := exec.CommandContext(ctx, "kubectl", "apply", "-f", "config/crd/bases")
 		apply.Dir, apply.Env = repoRoot, append(os.Environ(), "KUBECONFIG="+kubeconfig)
 		apply.Stdout, apply.Stderr = GinkgoWriter, GinkgoWriter
 		Expect(apply.Run()).To(Succeed())
