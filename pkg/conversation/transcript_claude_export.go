@@ -319,6 +319,9 @@ type claudeOutLine struct {
 	Timestamp        string         `json:"timestamp"`
 }
 
+// claudeSyntheticModel is the model Claude Code writes on assistant messages it made up.
+const claudeSyntheticModel = "<synthetic>"
+
 type claudeOutMsg struct {
 	ID      string          `json:"id,omitzero"`
 	Type    string          `json:"type,omitzero"`
@@ -352,7 +355,14 @@ func (w *claudeWriter) newLine(m *Message, id string, content jsontext.Value) (j
 		if apiID == "" || !strings.HasPrefix(apiID, "msg_") {
 			apiID = "msg_parley_" + strings.ReplaceAll(uuid.NewSHA1(uuid.NameSpaceURL, []byte(m.ID)).String(), "-", "")
 		}
-		out.Message = claudeOutMsg{ID: apiID, Type: "message", Role: "assistant", Model: m.Model, Content: content}
+		model := m.Model
+		if model == "" {
+			// Claude Code 2.1.197 hangs resuming a session whose assistant line has no model
+			// (it reads every one); "<synthetic>" is the CLI's own mark for a message no
+			// model wrote, which it skips there.
+			model = claudeSyntheticModel
+		}
+		out.Message = claudeOutMsg{ID: apiID, Type: "message", Role: "assistant", Model: model, Content: content}
 		if !m.Usage.IsZero() {
 			out.Message.Usage = &anthropicUsage{InputTokens: m.Usage.Input, OutputTokens: m.Usage.Output, CacheReadInputTokens: m.Usage.CacheRead, CacheCreationInputTokens: m.Usage.CacheWrite}
 		}

@@ -152,3 +152,43 @@ func TestExportClaudeRealPath(t *testing.T) {
 		t.Error("an unresolvable working directory exported")
 	}
 }
+
+// TestExportClaudeAssistantModel: an assistant line always names a model (Claude Code 2.1.197
+// hangs resuming a session with an assistant line without one): the message's, or the CLI's
+// own "<synthetic>" when it has none.
+func TestExportClaudeAssistantModel(t *testing.T) {
+	s := NewState("s1")
+	s.Messages = []Message{
+		textMessage("m1", RoleUser, "hi", time.Time{}),
+		textMessage("m2", RoleAssistant, "hello", time.Time{}),
+		textMessage("m3", RoleUser, "again", time.Time{}),
+		textMessage("m4", RoleAssistant, "still here", time.Time{}),
+	}
+	s.Messages[3].Model = "claude-sonnet-4-5"
+	files, err := ExportClaude(&s, ClaudeExportOptions{CWD: "/w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var models []string
+	for _, l := range nonEmptyLines(files[0].Content) {
+		var line struct {
+			Type    string `json:"type"`
+			Message struct {
+				Model *string `json:"model"`
+			} `json:"message"`
+		}
+		if err := json.Unmarshal(l, &line); err != nil {
+			t.Fatal(err)
+		}
+		if line.Type != "assistant" {
+			continue
+		}
+		if line.Message.Model == nil {
+			t.Fatalf("assistant line without a model: %s", l)
+		}
+		models = append(models, *line.Message.Model)
+	}
+	if len(models) != 2 || models[0] != "<synthetic>" || models[1] != "claude-sonnet-4-5" {
+		t.Errorf("models %q", models)
+	}
+}
