@@ -25,6 +25,10 @@ GREMLINS ?= $(LOCALBIN)/gremlins
 ## Test assets. KUBEBUILDER_ASSETS, when you set it, wins over the binaries we build.
 ENVTEST_ASSETS ?= $(or $(KUBEBUILDER_ASSETS),$(LOCALBIN)/k8s/envtest)
 VERSITYGW ?= $(LOCALBIN)/s3/versitygw
+## The real Claude Code CLI releases the resume-bundle test runs (npm package
+## @anthropic-ai/claude-code): the newest 2.1.x and an older one users still run.
+CLAUDE_CODE_VERSIONS ?= 2.1.330 2.1.197
+CLAUDE_CODE ?= $(LOCALBIN)/claude-code
 FUZZTIME ?= 10s
 BENCHTIME ?= 1s
 
@@ -84,8 +88,8 @@ lint-fix: golangci-lint ## Run golangci-lint and apply its fixes.
 ##@ Test
 
 .PHONY: test
-test: manifests generate fmt vet envtest s3-server ## Unit, envtest (real kube-apiserver) and storage conformance (real S3 server) tests.
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" PARLEY_VERSITYGW="$(VERSITYGW)" \
+test: manifests generate fmt vet envtest s3-server claude-code ## Unit, envtest (real kube-apiserver), storage conformance (real S3 server) and real Claude Code CLI tests.
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" PARLEY_VERSITYGW="$(VERSITYGW)" PARLEY_CLAUDE_CODE="$(CLAUDE_CODE)" \
 		$(GO) test ./... -count=1 -coverprofile cover.out
 
 .PHONY: test-e2e
@@ -165,6 +169,10 @@ cluster-binaries: ## Build every control-plane and node binary for the local clu
 .PHONY: s3-server
 s3-server: ## Build versitygw, the S3-compatible server of the storage tests.
 	hack/build-binaries.sh s3 >/dev/null
+
+.PHONY: claude-code
+claude-code: ## Install the Claude Code CLI releases of CLAUDE_CODE_VERSIONS with npm (cached outside the clone).
+	@hack/claude-code.sh $(CLAUDE_CODE) $(CLAUDE_CODE_VERSIONS) >/dev/null
 
 .PHONY: controller-gen
 controller-gen: ## Build controller-gen.
