@@ -217,6 +217,19 @@ func TestClientSideApply(t *testing.T) {
 		}
 	})
 
+	t.Run("kubectl explain says the template is a Pod template and points to the Pod's docs", func(t *testing.T) {
+		out, err := k.run(ctx, "", "explain", "conversation.spec.agent.template")
+		if err != nil {
+			t.Fatalf("kubectl explain: %v\n%s", err, out)
+		}
+		t.Logf("kubectl explain conversation.spec.agent.template:\n%s", out)
+		for _, want := range []string{"a Pod template", "kubectl explain pod.spec", "metadata", "spec"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("kubectl explain conversation.spec.agent.template does not say %q:\n%s", want, out)
+			}
+		}
+	})
+
 	t.Run("admission refuses an invalid agent pod template with a readable message", func(t *testing.T) {
 		tests := map[string]struct {
 			container string
