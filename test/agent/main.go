@@ -9,6 +9,8 @@
 //	                                       a JSON report; exit 0 if all worked
 //	test-agent exit -code N -message M     write M as the termination message and exit with N
 //	test-agent get URL                     HTTP GET (plain HTTP), print the status and body; exit 0 on 2xx
+//	test-agent converse [-turns N]         read the resume bundle, append turns through the Session API,
+//	           [-crash-at-turn T -crash M] fail at turn T in the first pod (exit 1, oom, hang)
 //
 // Reports are written to stdout (one line, prefixed "RESULT ") and, where the kubelet can read
 // it, to /dev/termination-log, so tests can read them from the pod's logs or status.
@@ -54,6 +56,8 @@ func main() {
 		code = exit(os.Args[2:])
 	case "get":
 		code = get(os.Args[2:])
+	case "converse":
+		code = converse(os.Args[2:])
 	default:
 		usage()
 	}
@@ -61,7 +65,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: test-agent serve [-resume DIR] | check -file PATH [-configmap NAME] [-sa-dir DIR] | exit -code N [-message TEXT] | get URL")
+	fmt.Fprintln(os.Stderr, "usage: test-agent serve [-resume DIR] | check -file PATH [-configmap NAME] [-sa-dir DIR] | exit -code N [-message TEXT] | get URL | converse [-turns N] [-crash-at-turn T] [-crash exit|oom|hang]")
 	os.Exit(2)
 }
 

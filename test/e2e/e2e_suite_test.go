@@ -34,6 +34,9 @@ const (
 	// in 2–3 s on an idle machine; the margin is for a busy 2-core CI box.
 	podTimeout = 3 * time.Minute
 	poll       = 250 * time.Millisecond
+	// bridgeAddress is the host's address on the local node's pod network: a process on the
+	// host listening there is reachable from pods (a host-run Session API).
+	bridgeAddress = "10.88.0.1"
 )
 
 var (

@@ -276,7 +276,7 @@ var _ = Describe("the pod network", func() {
 		ns := newNamespace(ctx)
 
 		By("serving HTTP from the test process on 10.88.0.1")
-		ln, err := net.Listen("tcp", "10.88.0.1:0")
+		ln, err := net.Listen("tcp", bridgeAddress+":0")
 		Expect(err).NotTo(HaveOccurred())
 		remote := make(chan string, 1)
 		srv := &http.Server{
