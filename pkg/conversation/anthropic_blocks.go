@@ -43,10 +43,11 @@ var errNotObject = errors.New("content block is not a JSON object")
 // errNoType: the model has no block without a type (State.Validate refuses one).
 var errNoType = errors.New("content block without a type")
 
-// knownBlocks decodes a content array in one pass when every block is of a known type and
-// carries no unknown fields; otherwise it reports false and the caller goes block by block.
+// knownBlocks decodes a content array in one pass when every block is of a known type, carries
+// no unknown fields and is written back exactly as read (see faithful); otherwise it reports
+// false and the caller goes block by block.
 func knownBlocks(content jsontext.Value, lineID string) ([]Block, bool) {
-	var ws []anthropicBlock
+	var ws []anthropicBlockIn
 	if json.Unmarshal(content, &ws, lenientJSON) != nil {
 		return nil, false
 	}
@@ -57,7 +58,7 @@ func knownBlocks(content jsontext.Value, lineID string) ([]Block, bool) {
 			return nil, false
 		}
 		b, ok := fromWire(w)
-		if !ok {
+		if !ok || !w.faithful(b.Type) {
 			return nil, false
 		}
 		b.ID = lineBlockID(lineID, k)
@@ -67,51 +68,64 @@ func knownBlocks(content jsontext.Value, lineID string) ([]Block, bool) {
 }
 
 // blockFromAnthropic converts one wire content block into a Block. Unknown types are kept
-// whole in Block.Raw; unknown fields of known types go to Block.Extra.
+// whole in Block.Raw; unknown fields of known types go to Block.Extra. A known block that the
+// encoder would not write back as read (is_error: false, a null or empty member, a member of
+// another block type) keeps the difference in Extra, or is kept whole in Raw when the
+// encoder would add a member the block did not have (see keepWireForm).
 func blockFromAnthropic(raw jsontext.Value) (Block, error) {
-	if raw.Kind() != '{' {
-		return Block{}, errNotObject
+	b, w, err := decodeBlock(raw)
+	if err != nil || len(b.Raw) > 0 || w.faithful(b.Type) {
+		return b, err
 	}
-	var w anthropicBlock
-	if err := json.Unmarshal(raw, &w, lenientJSON); err != nil {
-		return Block{}, err
+	keepWireForm(raw, &b)
+	return b, nil
+}
+
+// decodeBlock converts one wire block without checking that it is written back as read.
+func decodeBlock(raw jsontext.Value) (Block, *anthropicBlockIn, error) {
+	if raw.Kind() != '{' {
+		return Block{}, nil, errNotObject
+	}
+	w := new(anthropicBlockIn)
+	if err := json.Unmarshal(raw, w, lenientJSON); err != nil {
+		return Block{}, nil, err
 	}
 	if w.Type == "" {
-		return Block{}, errNoType
+		return Block{}, nil, errNoType
 	}
 	if BlockType(w.Type) == BlockToolResult {
-		b := Block{Type: BlockToolResult, ToolUseID: w.ToolUseID, IsError: w.IsError, Extra: w.Rest}
+		b := Block{Type: BlockToolResult, ToolUseID: w.ToolUseID.V, IsError: w.IsError.V, Extra: w.Rest}
 		if err := decodeToolResultContent(w.Content, &b); err != nil {
-			return Block{}, err
+			return Block{}, nil, err
 		}
-		return b, nil
+		return b, w, nil
 	}
-	if b, ok := fromWire(&w); ok {
-		return b, nil
+	if b, ok := fromWire(w); ok {
+		return b, w, nil
 	}
 	b := Block{Type: BlockType(w.Type), Raw: raw.Clone()}
 	if b.Type == BlockImage || b.Type == BlockDocument {
-		b.Media = mediaOf(&w) // what converters and token counters can read; Raw is written back
+		b.Media, _ = mediaOf(w) // what converters and token counters can read; Raw is written back
 	}
-	return b, nil
+	return b, w, nil
 }
 
 // fromWire converts a block of a known type; a tool_result's content must be a string or
 // absent (a list needs blockFromAnthropic).
-func fromWire(w *anthropicBlock) (Block, bool) {
+func fromWire(w *anthropicBlockIn) (Block, bool) {
 	b := Block{Type: BlockType(w.Type)}
 	switch b.Type {
 	case BlockText:
-		b.Text = deref(w.Text)
+		b.Text = w.Text.V
 	case BlockThinking:
-		b.Text = deref(w.Thinking)
-		b.Signature = deref(w.Signature)
+		b.Text = w.Thinking.V
+		b.Signature = w.Signature.V
 	case BlockRedactedThinking:
-		b.Data = deref(w.Data)
+		b.Data = w.Data.V
 	case BlockToolUse:
-		b.ToolUseID, b.ToolName, b.Input = w.ID, w.Name, w.Input
+		b.ToolUseID, b.ToolName, b.Input = w.ID.V, w.Name.V, w.Input
 	case BlockToolResult:
-		b.ToolUseID, b.IsError = w.ToolUseID, w.IsError
+		b.ToolUseID, b.IsError = w.ToolUseID.V, w.IsError.V
 		switch w.Content.Kind() {
 		case 0, 'n':
 		case '"':
@@ -122,10 +136,11 @@ func fromWire(w *anthropicBlock) (Block, bool) {
 			return Block{}, false
 		}
 	case BlockImage, BlockDocument:
-		if w.Source != nil && len(w.Source.Rest) > 0 {
+		m, ok := mediaOf(w)
+		if !ok {
 			return Block{}, false
 		}
-		b.Media = mediaOf(w)
+		b.Media = m
 	default:
 		return Block{}, false
 	}
@@ -135,16 +150,28 @@ func fromWire(w *anthropicBlock) (Block, bool) {
 	return b, true
 }
 
-func mediaOf(w *anthropicBlock) *MediaRef {
+// mediaOf reads an image or document source; ok is false for a source the model cannot
+// hold (members it has no field for, or not an object), which is then kept whole in Raw.
+func mediaOf(w *anthropicBlockIn) (*MediaRef, bool) {
 	var m *MediaRef
-	if s := w.Source; s != nil {
-		m = &MediaRef{SourceType: s.Type, MediaType: s.MediaType, Data: s.Data, URL: s.URL, FileID: s.FileID}
+	ok := true
+	switch w.Source.Kind() {
+	case 0, 'n':
+	case '{':
+		var s anthropicSourceIn
+		if json.Unmarshal(w.Source, &s, lenientJSON) != nil {
+			return nil, false
+		}
+		ok = len(s.Rest) == 0
+		m = &MediaRef{SourceType: s.Type.V, MediaType: s.MediaType.V, Data: s.Data.V, URL: s.URL.V, FileID: s.FileID.V}
+	default:
+		ok = false
 	}
-	if w.Title != "" {
+	if w.Title.V != "" {
 		m = orEmptyMedia(m)
-		m.Title = w.Title
+		m.Title = w.Title.V
 	}
-	return m
+	return m, ok
 }
 
 func decodeToolResultContent(content jsontext.Value, b *Block) error {
@@ -177,7 +204,8 @@ func blockToAnthropic(b *Block) (jsontext.Value, error) {
 	if len(b.Raw) > 0 {
 		return b.Raw, nil
 	}
-	w := anthropicBlock{Type: string(b.Type), Rest: b.Extra}
+	rest, overrides := splitExtra(b.Extra)
+	w := anthropicBlock{Type: string(b.Type), Rest: rest}
 	switch b.Type {
 	case BlockText:
 		w.Text = &b.Text
@@ -204,7 +232,11 @@ func blockToAnthropic(b *Block) (jsontext.Value, error) {
 	default:
 		return nil, fmt.Errorf("block of type %q has no raw JSON to write back", b.Type)
 	}
-	return json.Marshal(&w, lenientJSON)
+	out, err := json.Marshal(&w, lenientJSON)
+	if err != nil || len(overrides) == 0 {
+		return out, err
+	}
+	return applyOverrides(out, b, overrides), nil
 }
 
 func toolResultContent(b *Block) (jsontext.Value, error) {
@@ -232,13 +264,6 @@ func toolInput(b *Block) jsontext.Value {
 		return jsontext.Value(b.Arguments)
 	}
 	return jsontext.Value("{}")
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 func orEmptyMedia(m *MediaRef) *MediaRef {

@@ -43,9 +43,12 @@ func TestReplaceMembers(t *testing.T) {
 }
 
 func TestEncodeLineRecordsMatchesMarshal(t *testing.T) {
+	prevUUID := "u\"1"
 	recs := []claudeLineRecord{
 		{Line: []byte(`{"type":"user","uuid":"u"}`), Blocks: 1, StringContent: true},
 		{Line: []byte(`{"type":"assistant"}`), Blocks: 2},
+		{Line: []byte(`{"type":"user","message":{"content":null}}`), KeepContent: true, Order: []int{1, 0}, Prev: new(string)},
+		{Line: []byte(`{}`), Blocks: 1, Prev: &prevUUID},
 	}
 	want, err := json.Marshal(recs)
 	if err != nil {

@@ -32,8 +32,9 @@ import (
 // A reader accepts any minor version of its major and refuses other majors.
 //
 // 1.1 added State.Source (a transcript's fields that belong to no message, e.g. an OpenCode
-// export's session info). A 1.0 reader keeps it in State.Extra and writes it back; 1.0
-// snapshots decode unchanged.
+// export's session info) and RawRecord.AfterLine. A 1.0 reader keeps State.Source in
+// State.Extra and writes it back (AfterLine, an ordering detail, it drops); 1.0 snapshots
+// decode unchanged.
 const SchemaVersion = "1.1"
 
 // Role is who produced a message.
@@ -292,6 +293,9 @@ type Subagent struct {
 type RawRecord struct {
 	// AfterID is the ID of the message the record followed; empty means before the first.
 	AfterID string `json:"afterId,omitzero"`
+	// AfterLine is the uuid of the line of that message the record followed, when it is not
+	// the message's last line (its lines had others between them); empty means after them all.
+	AfterLine string `json:"afterLine,omitzero"`
 	// Thread is the subagent (by AgentID) whose transcript held the record; empty for the main one.
 	Thread string         `json:"thread,omitzero"`
 	Raw    jsontext.Value `json:"raw"`

@@ -23,12 +23,22 @@ import (
 
 // claudeLineRecord is one transcript line of a message, as stored in Message.Source.Raw.
 type claudeLineRecord struct {
-	// Line is the transcript line with message.content removed.
+	// Line is the transcript line with message.content removed (kept when it held no block).
 	Line jsontext.Value `json:"line"`
 	// Blocks is how many of the message's blocks, in order, the line carried.
 	Blocks int `json:"blocks"`
 	// StringContent records that message.content was a plain string, not a list of blocks.
 	StringContent bool `json:"stringContent,omitzero"`
+	// KeepContent records that message.content is still in Line, as read (it held no block:
+	// null, [] or absent), so it is written back untouched.
+	KeepContent bool `json:"keepContent,omitzero"`
+	// Order is where each of the line's blocks stood in message.content when the model
+	// holds them in another order (tool results first): block k of the line was item Order[k].
+	Order []int `json:"order,omitzero"`
+	// Prev is the uuid of the line with a uuid before this one in its transcript ("" for
+	// none); nil in records written before it was kept. While the export writes the line
+	// right after that one, the line keeps its own parentUuid.
+	Prev *string `json:"prev,omitzero"`
 }
 
 type claudeLine struct {
@@ -167,6 +177,8 @@ type claudeImporter struct {
 	order   []string
 	// agentTool maps a subagent's agentId to the id of the tool call that started it.
 	agentTool map[string]string
+	// lastUUID is the uuid of the last line read with one, by thread (see claudeLineRecord.Prev).
+	lastUUID map[string]string
 }
 
 type claudeThread struct {
@@ -175,8 +187,9 @@ type claudeThread struct {
 	// byAPIID finds the message an assistant line continues.
 	byAPIID map[string]int
 	// lineOwner maps every line uuid to the ID of the message that holds it.
-	lineOwner     map[string]string
-	lastAssistant int
+	lineOwner map[string]string
+	// lastLine is the uuid of the last line of each message.
+	lastLine []string
 }
 
 func newClaudeImporter() *claudeImporter {
@@ -184,13 +197,14 @@ func newClaudeImporter() *claudeImporter {
 		state:     NewState(""),
 		threads:   map[string]*claudeThread{},
 		agentTool: map[string]string{},
+		lastUUID:  map[string]string{},
 	}
 }
 
 func (imp *claudeImporter) thread(key string) *claudeThread {
 	t, ok := imp.threads[key]
 	if !ok {
-		t = &claudeThread{byAPIID: map[string]int{}, lineOwner: map[string]string{}, lastAssistant: -1}
+		t = &claudeThread{byAPIID: map[string]int{}, lineOwner: map[string]string{}}
 		imp.threads[key] = t
 		imp.order = append(imp.order, key)
 	}
@@ -207,7 +221,7 @@ func (imp *claudeImporter) readFile(data []byte, agentID string) error {
 	for i := range lines {
 		pl := &lines[i]
 		if !pl.decoded || abandoned[i] {
-			imp.keepRaw(pl.raw, threadOf(&pl.line, agentID))
+			imp.keepRaw(pl.raw, threadOf(&pl.line, agentID), pl.line.UUID)
 			continue
 		}
 		if err := imp.readLine(pl.raw, &pl.line, agentID); err != nil {
@@ -338,13 +352,13 @@ func (imp *claudeImporter) readLine(line []byte, l *claudeLine, fileAgent string
 	}
 	threadKey := threadOf(l, fileAgent)
 	if (l.Type != "user" && l.Type != "assistant") || l.UUID == "" || l.Message == nil {
-		imp.keepRaw(line, threadKey)
+		imp.keepRaw(line, threadKey, l.UUID)
 		return nil
 	}
 	if t, ok := imp.threads[threadKey]; ok && t.lineOwner[l.UUID] != "" {
 		// The same line written twice (it happens when a session is resumed): one message
 		// per uuid, the copy kept as a record.
-		imp.keepRaw(line, threadKey)
+		imp.keepRaw(line, threadKey, l.UUID)
 		return nil
 	}
 	cm := l.Message
@@ -352,17 +366,23 @@ func (imp *claudeImporter) readLine(line []byte, l *claudeLine, fileAgent string
 	if err != nil {
 		// Content no known writer produces (a number, a block that is not an object, a
 		// tool_result whose content is an object): valid JSON of an unknown shape, kept.
-		imp.keepRaw(line, threadKey)
+		imp.keepRaw(line, threadKey, l.UUID)
 		return nil //nolint:nilerr // kept as a record, not refused
 	}
-	envelope, err := stripContent(line)
-	if err != nil {
-		return err
+	prev := imp.lastUUID[threadKey]
+	rec := claudeLineRecord{Line: line, Blocks: len(blocks), StringContent: stringContent, KeepContent: true, Prev: &prev}
+	if len(blocks) > 0 {
+		if rec.Line, err = stripContent(line); err != nil {
+			return err
+		}
+		rec.KeepContent = false
 	}
-	rec := claudeLineRecord{Line: envelope, Blocks: len(blocks), StringContent: stringContent}
+	imp.lastUUID[threadKey] = l.UUID
 	t := imp.thread(threadKey)
 	if l.Type == "assistant" && cm.ID != "" {
-		if i, ok := t.byAPIID[cm.ID]; ok && i == t.lastAssistant {
+		// A line continues the message before it (lines of one API message share its id);
+		// one written after another message is a message of its own, so order is kept.
+		if i, ok := t.byAPIID[cm.ID]; ok && i == len(t.messages)-1 {
 			m := &t.messages[i]
 			m.Blocks = append(m.Blocks, blocks...)
 			if u := cm.Usage.toUsage(); !u.IsZero() {
@@ -370,6 +390,7 @@ func (imp *claudeImporter) readLine(line []byte, l *claudeLine, fileAgent string
 			}
 			t.records[i] = append(t.records[i], rec)
 			t.lineOwner[l.UUID] = m.ID
+			t.lastLine[i] = l.UUID
 			return nil
 		}
 	}
@@ -398,19 +419,46 @@ func (imp *claudeImporter) readLine(line []byte, l *claudeLine, fileAgent string
 		m.Role = RoleAssistant
 	case hasBlock(blocks, BlockToolResult):
 		m.Role = RoleTool
-		m.Blocks = resultsFirst(blocks)
+		m.Blocks, rec.Order = resultsFirstOrder(blocks)
 		imp.linkSubagent(l, m.Blocks)
 	}
 	t.messages = append(t.messages, m)
 	t.records = append(t.records, []claudeLineRecord{rec})
+	t.lastLine = append(t.lastLine, l.UUID)
 	t.lineOwner[l.UUID] = m.ID
-	if m.Role == RoleAssistant {
-		t.lastAssistant = len(t.messages) - 1
-		if cm.ID != "" {
-			t.byAPIID[cm.ID] = t.lastAssistant
-		}
+	if m.Role == RoleAssistant && cm.ID != "" {
+		t.byAPIID[cm.ID] = len(t.messages) - 1
 	}
 	return nil
+}
+
+// resultsFirstOrder is resultsFirst, with where each block stood before when it moved.
+func resultsFirstOrder(blocks []Block) ([]Block, []int) {
+	out := resultsFirst(blocks)
+	order := make([]int, 0, len(blocks))
+	moved := false
+	for _, results := range []bool{true, false} {
+		for k := range blocks {
+			if (blocks[k].Type == BlockToolResult) == results {
+				moved = moved || k != len(order)
+				order = append(order, k)
+			}
+		}
+	}
+	if !moved {
+		return out, nil
+	}
+	return out, order
+}
+
+// messageIndex is the index of the last message with the id (ids are unique in a thread).
+func messageIndex(msgs []Message, id string) int {
+	for k := len(msgs) - 1; k >= 0; k-- {
+		if msgs[k].ID == id {
+			return k
+		}
+	}
+	return -1
 }
 
 // encodeLineRecords writes records as json.Marshal would, without validating the lines
@@ -432,6 +480,23 @@ func encodeLineRecords(recs []claudeLineRecord) jsontext.Value {
 		buf = strconv.AppendInt(buf, int64(r.Blocks), 10)
 		if r.StringContent {
 			buf = append(buf, `,"stringContent":true`...)
+		}
+		if r.KeepContent {
+			buf = append(buf, `,"keepContent":true`...)
+		}
+		if len(r.Order) > 0 {
+			buf = append(buf, `,"order":[`...)
+			for i, o := range r.Order {
+				if i > 0 {
+					buf = append(buf, ',')
+				}
+				buf = strconv.AppendInt(buf, int64(o), 10)
+			}
+			buf = append(buf, ']')
+		}
+		if r.Prev != nil {
+			buf = append(buf, `,"prev":`...)
+			buf = append(buf, mustString(*r.Prev)...)
 		}
 		buf = append(buf, '}')
 	}
@@ -472,16 +537,33 @@ func (imp *claudeImporter) linkSubagent(l *claudeLine, blocks []Block) {
 	}
 }
 
-func (imp *claudeImporter) keepRaw(line []byte, threadKey string) {
-	after := ""
+// keepRaw keeps a line as a record after the message line read last in its thread.
+func (imp *claudeImporter) keepRaw(line []byte, threadKey, uuid string) {
+	r := RawRecord{Thread: threadKey, Raw: bytes.Clone(line)}
 	if t, ok := imp.threads[threadKey]; ok && len(t.messages) > 0 {
-		after = t.messages[len(t.messages)-1].ID
+		r.AfterID = t.messages[len(t.messages)-1].ID
+		r.AfterLine = t.lastLine[len(t.messages)-1] // cleared in finish when it is the message's last line
 	}
-	imp.state.Records = append(imp.state.Records, RawRecord{AfterID: after, Thread: threadKey, Raw: bytes.Clone(line)})
+	imp.state.Records = append(imp.state.Records, r)
+	if uuid != "" {
+		imp.lastUUID[threadKey] = uuid
+	}
 }
 
 func (imp *claudeImporter) finish() State {
 	s := imp.state
+	// A record names the line it followed only when that is not its message's last line
+	// (lines of one message with other lines between them).
+	for i := range s.Records {
+		r := &s.Records[i]
+		if r.AfterLine == "" {
+			continue
+		}
+		t := imp.threads[r.Thread]
+		if k := messageIndex(t.messages, r.AfterID); k >= 0 && t.lastLine[k] == r.AfterLine {
+			r.AfterLine = ""
+		}
+	}
 	for _, key := range imp.order {
 		t := imp.threads[key]
 		for i := range t.messages {

@@ -55,7 +55,10 @@ func ExportClaude(s *State, opts ClaudeExportOptions) ([]ExportedFile, error) {
 		}
 		opts.CWD = resolved
 	}
-	main, err := exportClaudeThread(s.Messages, s.Records, "", opts)
+	// A line keeps its own session id and cwd unless the export is for another session or
+	// directory than the state's (a fork, another pod), which then replace them everywhere.
+	keep := keptMembers{sessionID: opts.SessionID == s.SessionID, cwd: opts.CWD == s.CWD}
+	main, err := exportClaudeThread(s.Messages, s.Records, "", opts, keep)
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +68,7 @@ func ExportClaude(s *State, opts ClaudeExportOptions) ([]ExportedFile, error) {
 		if sub.AgentID == "" {
 			continue
 		}
-		content, err := exportClaudeThread(sub.Messages, s.Records, sub.AgentID, opts)
+		content, err := exportClaudeThread(sub.Messages, s.Records, sub.AgentID, opts, keep)
 		if err != nil {
 			return nil, fmt.Errorf("subagent %s: %w", sub.AgentID, err)
 		}
@@ -79,7 +82,7 @@ func ExportClaude(s *State, opts ClaudeExportOptions) ([]ExportedFile, error) {
 			continue
 		}
 		written[r.Thread] = true
-		content, _ := exportClaudeThread(nil, s.Records, r.Thread, opts) // no messages: cannot fail
+		content, _ := exportClaudeThread(nil, s.Records, r.Thread, opts, keep) // no messages: cannot fail
 		files = append(files, ExportedFile{Path: ClaudeSubagentPath(opts.CWD, opts.SessionID, r.Thread), Content: content})
 	}
 	return files, nil
@@ -94,12 +97,23 @@ func flattenSubagents(subs []Subagent) []*Subagent {
 	return out
 }
 
+// keptMembers says which members a line read from a transcript keeps as they were.
+type keptMembers struct {
+	sessionID, cwd bool
+}
+
 type claudeWriter struct {
 	buf      bytes.Buffer
 	opts     ClaudeExportOptions
+	keep     keptMembers
 	agentID  string
 	lastLine string
-	clock    claudeClock
+	// lastUUID is the uuid of the last line written that has one (message or raw line).
+	lastUUID string
+	// after are the records to write after a line of a message that is not its last, by the
+	// line's uuid.
+	after map[string][]jsontext.Value
+	clock claudeClock
 	// rawSince are the uuids of the raw lines written since the last message line. A message
 	// line that followed one of them in its transcript keeps it as its parent: a compacted
 	// session's summary stays below its compact_boundary line (whose null parent is where
@@ -107,8 +121,8 @@ type claudeWriter struct {
 	rawSince []string
 }
 
-func exportClaudeThread(messages []Message, records []RawRecord, thread string, opts ClaudeExportOptions) ([]byte, error) {
-	w := &claudeWriter{opts: opts, agentID: thread, clock: newClaudeClock(messages)}
+func exportClaudeThread(messages []Message, records []RawRecord, thread string, opts ClaudeExportOptions, keep keptMembers) ([]byte, error) {
+	w := &claudeWriter{opts: opts, keep: keep, agentID: thread, clock: newClaudeClock(messages), after: map[string][]jsontext.Value{}}
 	known := make(map[string]bool, len(messages))
 	for i := range messages {
 		known[messages[i].ID] = true
@@ -118,6 +132,8 @@ func exportClaudeThread(messages []Message, records []RawRecord, thread string, 
 	for _, r := range records {
 		switch {
 		case r.Thread != thread:
+		case r.AfterLine != "" && known[r.AfterID]:
+			w.after[r.AfterID+"\x00"+r.AfterLine] = append(w.after[r.AfterID+"\x00"+r.AfterLine], r.Raw)
 		case r.AfterID == "" || known[r.AfterID]:
 			after[r.AfterID] = append(after[r.AfterID], r.Raw)
 		default:
@@ -129,6 +145,7 @@ func exportClaudeThread(messages []Message, records []RawRecord, thread string, 
 		if err := w.message(&messages[i]); err != nil {
 			return nil, fmt.Errorf("message %s: %w", messages[i].ID, err)
 		}
+		w.raw(w.unwritten(messages[i].ID)) // records after a line the message no longer has
 		w.raw(after[messages[i].ID])
 	}
 	w.raw(orphans)
@@ -144,13 +161,34 @@ func (w *claudeWriter) raw(lines []jsontext.Value) {
 		}
 		if json.Unmarshal(l, &head, lenientJSON) == nil && head.UUID != "" {
 			w.rawSince = append(w.rawSince, head.UUID)
+			w.lastUUID = head.UUID
 		}
 	}
 }
 
-// parentOf is the parentUuid of a message line: the raw line it followed in its transcript
-// when that line was just written, else the previous message line.
-func (w *claudeWriter) parentOf(line jsontext.Value) jsontext.Value {
+// unwritten takes the records kept after a line of the message that were not written after
+// it (the line is gone or was regrouped).
+func (w *claudeWriter) unwritten(messageID string) []jsontext.Value {
+	var out []jsontext.Value
+	for key, lines := range w.after {
+		if strings.HasPrefix(key, messageID+"\x00") {
+			out = append(out, lines...)
+			delete(w.after, key)
+		}
+	}
+	return out
+}
+
+// parentOf is the parentUuid of a message line: its own while the line that preceded it in
+// its transcript is the line just written (the chain there is as the transcript had it);
+// else the raw line it followed in its transcript when that line was just written, else the
+// previous message line.
+func (w *claudeWriter) parentOf(line jsontext.Value, rec *claudeLineRecord) jsontext.Value {
+	if rec.Prev != nil && *rec.Prev == w.lastUUID {
+		if own, ok := memberOf(line, "parentUuid"); ok {
+			return own
+		}
+	}
 	if len(w.rawSince) > 0 && len(line) > 0 {
 		var head struct {
 			ParentUUID string `json:"parentUuid"`
@@ -194,19 +232,23 @@ func lineGroups(m *Message) []claudeLineRecord {
 func (w *claudeWriter) message(m *Message) error {
 	next := 0
 	for k, rec := range lineGroups(m) {
-		blocks := sendable(m.Blocks[next : next+rec.Blocks])
+		blocks := sendable(inLineOrder(m.Blocks[next:next+rec.Blocks], rec.Order))
 		next += rec.Blocks
 		if len(blocks) == 0 && rec.Blocks > 0 {
 			continue
 		}
 		id := lineUUID(m, blocks, k, rec.Line)
-		content, err := claudeContent(blocks, rec.StringContent)
-		if err != nil {
-			return err
+		var content jsontext.Value
+		if !rec.KeepContent || len(rec.Line) == 0 {
+			var err error
+			if content, err = claudeContent(blocks, rec.StringContent); err != nil {
+				return err
+			}
 		}
 		var line jsontext.Value
+		var err error
 		if len(rec.Line) > 0 {
-			line, err = w.rewriteLine(rec.Line, m, id, content)
+			line, err = w.rewriteLine(rec.Line, &rec, m, id, content)
 		} else {
 			line, err = w.newLine(m, id, content)
 		}
@@ -215,16 +257,55 @@ func (w *claudeWriter) message(m *Message) error {
 		}
 		w.buf.Write(line)
 		w.buf.WriteByte('\n')
-		w.lastLine = id
+		w.lastLine, w.lastUUID = id, id
 		w.rawSince = w.rawSince[:0]
+		if src := lineUUIDOf(rec.Line); src != "" {
+			key := m.ID + "\x00" + src
+			w.raw(w.after[key])
+			delete(w.after, key)
+		}
 	}
 	return nil
+}
+
+// inLineOrder puts a line's blocks back in the order the line had them (see
+// claudeLineRecord.Order); blocks whose count changed are left as they are.
+func inLineOrder(blocks []Block, order []int) []Block {
+	if len(order) != len(blocks) {
+		return blocks
+	}
+	out := make([]Block, len(blocks))
+	for k, pos := range order {
+		if pos < 0 || pos >= len(out) || out[pos].Type != "" {
+			return blocks
+		}
+		out[pos] = blocks[k]
+	}
+	return out
+}
+
+// lineUUIDOf is the uuid of a kept transcript line.
+func lineUUIDOf(line jsontext.Value) string {
+	if len(line) == 0 {
+		return ""
+	}
+	var head struct {
+		UUID string `json:"uuid"`
+	}
+	if json.Unmarshal(line, &head, lenientJSON) != nil {
+		return ""
+	}
+	return head.UUID
 }
 
 // lineUUID is the uuid of an exported line: its first block's id when that is a UUID (the
 // uuid of the line it came from), else, for a line without blocks, the uuid of the source
 // line, else one derived from the block or message id.
 func lineUUID(m *Message, blocks []Block, k int, source jsontext.Value) string {
+	// The line it came from, while its blocks are still that line's (their ids derive from it).
+	if src := lineUUIDOf(source); src != "" && (len(blocks) == 0 || blocks[0].ID == src || strings.HasPrefix(blocks[0].ID, src+"#")) {
+		return src
+	}
 	for _, b := range blocks {
 		if _, err := uuid.Parse(b.ID); err == nil && b.ID != "" {
 			return b.ID
@@ -279,13 +360,18 @@ func mustString(s string) jsontext.Value {
 	return v
 }
 
-func (w *claudeWriter) rewriteLine(line jsontext.Value, m *Message, id string, content jsontext.Value) (jsontext.Value, error) {
+// rewriteLine writes a line read from a transcript: its members as read, with the blocks as
+// message.content (unless the line held none: then as read), the chain (parentUuid, uuid),
+// and what the CLI needs to resume that the line lacks (sessionId, cwd, timestamp).
+func (w *claudeWriter) rewriteLine(line jsontext.Value, rec *claudeLineRecord, m *Message, id string, content jsontext.Value) (jsontext.Value, error) {
 	set := []member{
-		{"parentUuid", w.parentOf(line)},
+		{"parentUuid", w.parentOf(line, rec)},
 		{"uuid", mustString(id)},
-		{"sessionId", mustString(w.opts.SessionID)},
 	}
-	if w.opts.CWD != "" {
+	if _, ok := memberOf(line, "sessionId"); !ok || !w.keep.sessionID {
+		set = append(set, member{"sessionId", mustString(w.opts.SessionID)})
+	}
+	if _, ok := memberOf(line, "cwd"); w.opts.CWD != "" && (!ok || !w.keep.cwd) {
 		set = append(set, member{"cwd", mustString(w.opts.CWD)})
 	}
 	if !w.clock.keep(line) {
@@ -297,7 +383,7 @@ func (w *claudeWriter) rewriteLine(line jsontext.Value, m *Message, id string, c
 				return m.value, nil
 			}
 		}
-		if name == "message" && v.Kind() == '{' {
+		if name == "message" && v.Kind() == '{' && content != nil {
 			return replaceMembers(v, member{"content", content})
 		}
 		return v, nil

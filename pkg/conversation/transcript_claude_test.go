@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/google/go-cmp/cmp"
 )
 
 func readFixture(t testing.TB, name string) []byte {
@@ -161,26 +162,44 @@ func TestExportClaudeReproducesFixtures(t *testing.T) {
 	assertSameMessages(t, digestMessages(s.Subagents[0].Messages), digestMessages(again.Subagents[0].Messages))
 }
 
-func TestExportClaudeSubagentRepairsChain(t *testing.T) {
+// The chain is kept as the transcript wrote it (the subagent fixture's fourth line names a
+// parent the file does not hold: Claude Code wrote it so, and reads it so), and repaired
+// where the export changed it: a line whose predecessor is gone follows the line written
+// before it.
+func TestExportClaudeChain(t *testing.T) {
 	s := importFixtureSession(t)
+	parents := func(content []byte) []string {
+		lines := nonEmptyLines(content)
+		out := make([]string, 0, len(lines))
+		for _, l := range lines {
+			var v struct {
+				ParentUUID jsontext.Value `json:"parentUuid"`
+			}
+			if err := json.Unmarshal(l, &v); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, string(v.ParentUUID))
+		}
+		return out
+	}
 	files, err := ExportClaude(&s, ClaudeExportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := nonEmptyLines(files[1].Content)
-	prev := "null"
-	for i, l := range lines {
-		var v struct {
-			UUID       string         `json:"uuid"`
-			ParentUUID jsontext.Value `json:"parentUuid"`
-		}
-		if err := json.Unmarshal(l, &v); err != nil {
-			t.Fatal(err)
-		}
-		if string(v.ParentUUID) != prev {
-			t.Errorf("line %d parent %s, want %s", i+1, v.ParentUUID, prev)
-		}
-		prev = `"` + v.UUID + `"`
+	want := []string{"null", `"da32c939-f337-44ec-9d6d-241d3b6d8524"`, `"518a5e12-8d0c-4753-b85a-b33e1ba815dc"`, `"487d4a3d-30d0-4efb-b521-4988a326e8c8"`, `"f78b44bc-f42a-4f1f-ba26-b10e46dd56dd"`}
+	if got := parents(files[1].Content); !cmp.Equal(got, want) {
+		t.Errorf("parents %v, want %v", got, want)
+	}
+	// Drop the subagent's first answer (two lines): the tool result now follows the prompt.
+	sub := &s.Subagents[0]
+	sub.Messages = append(sub.Messages[:1:1], sub.Messages[2:]...)
+	files, err = ExportClaude(&s, ClaudeExportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []string{"null", `"da32c939-f337-44ec-9d6d-241d3b6d8524"`, `"f78b44bc-f42a-4f1f-ba26-b10e46dd56dd"`}
+	if got := parents(files[1].Content); !cmp.Equal(got, want) {
+		t.Errorf("parents after an edit %v, want %v", got, want)
 	}
 }
 
