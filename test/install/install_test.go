@@ -317,7 +317,7 @@ resources:
 		}
 	})
 
-	t.Run("dist/install.yaml installs with kubectl apply -f, twice", func(t *testing.T) {
+	t.Run("dist/install.yaml installs with kubectl apply -f, twice, then server-side", func(t *testing.T) {
 		// A cluster that never had Parley: the CRDs are created by this apply, not updated.
 		if out, err := k.run(ctx, "", "delete", "-f", "config/crd/bases", "--wait=true"); err != nil {
 			t.Fatalf("kubectl delete -f config/crd/bases: %v\n%s", err, out)
@@ -346,6 +346,12 @@ resources:
 			if !strings.HasSuffix(line, " unchanged") {
 				t.Errorf("a second apply changed something: %q", line)
 			}
+		}
+
+		// Moving to server-side apply later (as Flux does, or Argo CD with ServerSideApply=true)
+		// works on top of it.
+		if out, err := k.run(ctx, "", "apply", "--server-side", "--force-conflicts", "-f", "dist/install.yaml"); err != nil {
+			t.Errorf("kubectl apply --server-side -f dist/install.yaml after client-side apply: %v\n%s", err, out)
 		}
 
 		// The CRDs that came with the installer validate the template too.
