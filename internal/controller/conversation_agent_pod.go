@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path"
 	"strconv"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,6 +64,9 @@ func (r *ConversationReconciler) reconcileAgent(ctx context.Context, s *conversa
 				if c := findCondition(s.conv.Status.Conditions, parleyv1alpha1.ConditionAgentRunning); c == nil || c.Reason != parleyv1alpha1.ReasonInvalidTemplate {
 					s.warning(parleyv1alpha1.EventAgentNotStarted, "Start", "the agent pod was refused: %s", err.Error())
 				}
+			case errors.Is(err, bundle.ErrInput):
+				// e.g. claude-agent-sdk without a workingDir: the transcript has no folder to go in.
+				s.setCondition(parleyv1alpha1.ConditionAgentRunning, metav1.ConditionFalse, parleyv1alpha1.ReasonInvalidTemplate, err.Error())
 			case errors.Is(err, errBundleTooLarge):
 				s.setCondition(parleyv1alpha1.ConditionAgentRunning, metav1.ConditionFalse, parleyv1alpha1.ReasonBundleTooLarge, err.Error())
 			default:
@@ -343,31 +345,6 @@ func (r *ConversationReconciler) renderBundle(ctx context.Context, s *conversati
 		return renderedBundle{}, fmt.Errorf("%w: %d bytes (the limit is %d); the restore init container for large bundles is not built yet",
 			errBundleTooLarge, files.Size(), maxBundleBytes)
 	}
-	out := renderedBundle{data: map[string]string{}, claudeDir: claudeDir}
-	for i, p := range files.Paths() {
-		key := configMapKey(p, i)
-		out.data[key] = string(files[p])
-		out.items = append(out.items, corev1.KeyToPath{Key: key, Path: p})
-	}
-	return out, nil
-}
-
-// configMapKey is a ConfigMap key for a bundle path: the path with '/' as '.', prefixed by its
-// index so two paths can never share a key.
-func configMapKey(p string, i int) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%02d.", i)
-	for _, c := range p {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_', c == '.':
-			b.WriteRune(c)
-		default:
-			b.WriteByte('_')
-		}
-	}
-	key := b.String()
-	if len(key) > 253 {
-		key = key[:253]
-	}
-	return key
+	data, items := files.ConfigMapData()
+	return renderedBundle{data: data, items: items, claudeDir: claudeDir}, nil
 }
