@@ -496,7 +496,11 @@ func encodeLineRecords(recs []claudeLineRecord) jsontext.Value {
 		}
 		if r.Prev != nil {
 			buf = append(buf, `,"prev":`...)
-			buf = append(buf, mustString(*r.Prev)...)
+			if q, err := jsontext.AppendQuote(buf, *r.Prev); err == nil {
+				buf = q
+			} else {
+				buf = append(buf, mustString(*r.Prev)...) // invalid UTF-8, kept as read
+			}
 		}
 		buf = append(buf, '}')
 	}
