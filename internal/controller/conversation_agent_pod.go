@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"strconv"
 	"time"
 
@@ -226,7 +225,7 @@ func (r *ConversationReconciler) startAgentPod(ctx context.Context, s *conversat
 		Conversation: s.conv.Name, Namespace: s.conv.Namespace, Owner: owner, SessionID: s.status.SessionID,
 		Attempt: attempt, Resume: attempt > 1, Checkpoint: checkpoint,
 		APIURL: r.AgentAPIURL, CAConfigMap: r.AgentCAConfigMap,
-		MountPath: mountPath(spec), BundleName: cmName, BundleItems: files.items, ClaudeConfig: files.claudeDir,
+		MountPath: bundle.MountPath(s.conv), BundleName: cmName, BundleItems: files.items, ClaudeConfig: files.claudeDir,
 	}
 	pod, err := agentpod.Build(&spec.Template, params)
 	if err != nil {
@@ -287,13 +286,6 @@ func bundleConfigMapName(conv string, attempt int32) string {
 	return childName(conv, fmt.Sprintf("bundle-%d", attempt))
 }
 
-func mountPath(spec *parleyv1alpha1.AgentSpec) string {
-	if spec.ResumeMountPath != "" {
-		return spec.ResumeMountPath
-	}
-	return "/var/run/parley"
-}
-
 // errBundleTooLarge: the bundle does not fit a ConfigMap volume.
 var errBundleTooLarge = errors.New("the resume bundle is larger than a ConfigMap holds")
 
@@ -312,18 +304,11 @@ const maxBundleBytes = 1000 * 1024
 // Crash Checkpoint's turn when there is one (the same messages the Checkpoint holds), else at
 // the latest complete turn.
 func (r *ConversationReconciler) renderBundle(ctx context.Context, s *conversationScope, attempt int32, checkpoint string, turn int) (renderedBundle, error) {
-	spec := s.conv.Spec.Agent
-	in := bundle.Input{
-		SessionID: s.status.SessionID, Conversation: s.conv.Name, Namespace: s.conv.Namespace,
-		Adapter: spec.Adapter, Checkpoint: checkpoint, Attempt: attempt - 1,
-	}
-	if len(spec.Template.Spec.Containers) > 0 {
-		in.WorkingDir = spec.Template.Spec.Containers[0].WorkingDir
-	}
+	conv := s.conv.DeepCopy()
+	conv.Status = s.status
 	claudeDir := ""
-	if spec.Adapter == parleyv1alpha1.AdapterClaudeAgentSDK {
+	if conv.Spec.Agent.Adapter == parleyv1alpha1.AdapterClaudeAgentSDK {
 		claudeDir = bundle.ClaudeDir
-		in.ClaudeConfigDir = path.Join(mountPath(spec), bundle.ClaudeDir)
 	}
 	var files bundle.Files
 	err := r.withView(ctx, s, func(v *journal.View) error {
@@ -334,8 +319,7 @@ func (r *ConversationReconciler) renderBundle(ctx context.Context, s *conversati
 		if err != nil {
 			return err
 		}
-		in.State = &state
-		files, err = bundle.Build(in)
+		files, err = bundle.Build(bundle.InputFor(conv, &state, attempt-1, checkpoint))
 		return err
 	})
 	if err != nil {

@@ -119,6 +119,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("PUT "+base+"/adapter-state", s.serve(AccessWrite, s.putAdapterState))
 	mux.HandleFunc("POST "+base+"/checkpoints", s.serve(AccessWrite, s.createCheckpoint))
 	mux.HandleFunc("POST "+base+"/compact", s.serve(AccessWrite, s.requestCompaction))
+	mux.HandleFunc("GET "+base+"/resume", s.serve(AccessRead, s.getResume))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, problem(404, wire.ProblemNotFound, "Not Found", "no such endpoint: "+r.Method+" "+r.URL.Path), 0)
 	})

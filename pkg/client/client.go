@@ -265,3 +265,17 @@ func (c *Client) Checkpoint(ctx context.Context, namespace, name string, req wir
 func (c *Client) Compact(ctx context.Context, namespace, name string) error {
 	return c.do(ctx, http.MethodPost, wire.ConversationPath(namespace, name)+"/compact", struct{}{}, nil)
 }
+
+// Resume reads the resume bundle a new agent pod would have mounted now, cut at turn (0: the
+// latest complete turn).
+func (c *Client) Resume(ctx context.Context, namespace, name string, turn int) (*wire.ResumeBundle, error) {
+	path := wire.ConversationPath(namespace, name) + "/resume"
+	if turn > 0 {
+		path += "?turn=" + strconv.Itoa(turn)
+	}
+	out := &wire.ResumeBundle{}
+	if err := c.do(ctx, http.MethodGet, path, nil, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -133,3 +133,13 @@ type CompactResponse struct {
 
 // IdempotencyKeyHeader lets a client make a PUT of adapter state safe to retry.
 const IdempotencyKeyHeader = "Idempotency-Key"
+
+// ResumeBundle is GET …/resume: the resume bundle a new agent pod would have mounted now, cut
+// at ?turn=N (default: the latest complete turn). Files maps each path under the mount
+// (conversation.json, messages.openai.json, messages.anthropic.json, claude/...) to its content.
+type ResumeBundle struct {
+	SessionID string            `json:"sessionId"`
+	Turn      int               `json:"turn"`
+	Attempt   int32             `json:"attempt"`
+	Files     map[string]string `json:"files"`
+}

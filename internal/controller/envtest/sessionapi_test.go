@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+	"github.com/parley-dev/parley/internal/bundle"
 	"github.com/parley-dev/parley/internal/sessionapi"
 	parleyclient "github.com/parley-dev/parley/pkg/client"
 	"github.com/parley-dev/parley/pkg/conversation"
@@ -364,5 +365,43 @@ var _ = Describe("Session API", func() {
 		out, err := cmd.CombinedOutput()
 		Expect(err).NotTo(HaveOccurred(), "%s", out)
 		Expect(string(out)).To(ContainSubstring("ok"))
+	})
+
+	It("serves the resume bundle a new pod would mount, cut at the latest complete turn or at ?turn", func() {
+		ns := agentNamespace()
+		conv := liveConversation(ns, "conv")
+		pod := agentPodOf(conv)
+		api, err := parleyclient.New(parleyclient.Options{URL: sessionURL, Token: agentToken(ns, "agent", pod)})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = api.Append(ctx, ns, "conv", []conversation.Message{
+			textMessage("u1", "user", "one"), textMessage("a1", "assistant", "one"),
+			textMessage("u2", "user", "two"), textMessage("a2", "assistant", "two"),
+			{ID: "u3", Role: conversation.RoleUser, Blocks: []conversation.Block{{Type: conversation.BlockText, Text: "three"}}},
+			{ID: "a3", Role: conversation.RoleAssistant, Blocks: []conversation.Block{{Type: conversation.BlockToolUse, ToolUseID: "t1", ToolName: "search", Input: []byte(`{}`)}}},
+		})
+		Expect(err).NotTo(HaveOccurred())
+
+		manifest := func(b *wire.ResumeBundle) bundle.Manifest {
+			var m bundle.Manifest
+			Expect(json.Unmarshal([]byte(b.Files[bundle.ConversationFile]), &m)).To(Succeed())
+			return m
+		}
+		latest, err := api.Resume(ctx, ns, "conv", 0)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(latest.Turn).To(Equal(2), "turn 3 waits for its tool result")
+		Expect(latest.SessionID).To(Equal(conv.Status.SessionID))
+		Expect(latest.Files).To(HaveKey(bundle.OpenAIFile))
+		Expect(latest.Files).To(HaveKey(bundle.AnthropicFile))
+		Expect(manifest(latest).Messages).To(Equal(4), "two complete turns (the system prompt is kept apart)")
+
+		first, err := api.Resume(ctx, ns, "conv", 1)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(manifest(first).Turns).To(Equal(1))
+
+		_, err = api.Resume(ctx, ns, "conv", 9)
+		Expect(problemStatus(err)).To(Equal(422))
+		status, p, _ := rawCall(http.MethodGet, wire.ConversationPath(ns, "conv")+"/resume?turn=-1", agentToken(ns, "agent", pod), nil)
+		Expect(status).To(Equal(400))
+		Expect(p.Type).To(Equal(wire.ProblemMalformed))
 	})
 })
