@@ -120,6 +120,11 @@ bench-history: envtest s3-server ## Run only the pkg/history benchmarks (see doc
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" PARLEY_VERSITYGW="$(VERSITYGW)" \
 		$(GO) test ./pkg/history/bench -run '^$$' -bench . -benchmem -cpu 1 -benchtime $(BENCHTIME) -count $(HISTORY_BENCH_COUNT) -timeout 60m
 
+.PHONY: bench-scale
+bench-scale: envtest ## The scale benchmark: 10,000 Conversations on envtest against the real manager (PARLEY_SCALE_* knobs: test/scale/scale_test.go; figures: docs/benchmarks.md).
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" PARLEY_SCALE=1 \
+		$(GO) test ./test/scale -run '^$$' -bench Conversations10k -benchtime 1x -timeout 60m -v
+
 ##@ Build
 
 .PHONY: build
