@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -170,6 +171,10 @@ func run(ctx context.Context, o options) error {
 	if err := mgr.Add(compactor); err != nil {
 		return fmt.Errorf("adding the compaction runner: %w", err)
 	}
+	sessionTLS, agentCA, err := sessionAPITLS(ctx, restCfg, o)
+	if err != nil {
+		return err
+	}
 	if err := (&controller.ConversationReconciler{
 		Client:                  mgr.GetClient(),
 		APIReader:               mgr.GetAPIReader(),
@@ -182,6 +187,7 @@ func run(ctx context.Context, o options) error {
 		MaxConcurrentReconciles: o.concurrency,
 		AgentAPIURL:             agentAPIURL(o.agentAPIURL, os.Getenv("POD_NAMESPACE")),
 		AgentCAConfigMap:        o.agentCAConfigMap,
+		AgentCA:                 agentCA,
 		NodeLostGrace:           o.nodeLostGrace,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Conversation controller: %w", err)
@@ -196,7 +202,7 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("setting up the Checkpoint controller: %w", err)
 	}
 
-	if err := addSessionAPI(mgr, stores, views, o); err != nil {
+	if err := addSessionAPI(mgr, stores, views, o, sessionTLS); err != nil {
 		return err
 	}
 
@@ -230,32 +236,58 @@ func newStores(restCfg *rest.Config, mgr ctrl.Manager, o options) (*historystore
 	return stores, nil
 }
 
-// addSessionAPI serves the Session API on every replica, with TLS from --session-api-cert-dir,
-// a self-signed certificate, or (--session-api-insecure) none.
-func addSessionAPI(mgr ctrl.Manager, stores *historystore.Stores, views *journal.Views, o options) error {
+// sessionAPITLS sets up the Session API's TLS and returns the CA agents must trust (nil when
+// they need none of Parley's): --session-api-cert-dir (its ca.crt, e.g. from cert-manager), or
+// a serving certificate per replica signed by a CA shared through the Secret
+// parley-session-api-ca in the manager's namespace (POD_NAMESPACE), or, outside a cluster, by
+// a CA of this process. Plain HTTP with --session-api-insecure.
+func sessionAPITLS(ctx context.Context, restCfg *rest.Config, o options) (sessionapi.TLSSetup, []byte, error) {
+	if o.sessionAPIAddr == "0" || o.sessionAPIAddr == "" || o.sessionAPIInsecure {
+		return nil, nil, nil
+	}
+	if o.sessionAPICertDir != "" {
+		setup, err := sessionapi.CertDirTLS(o.sessionAPICertDir)
+		if err != nil {
+			return nil, nil, err
+		}
+		ca, _ := os.ReadFile(filepath.Join(o.sessionAPICertDir, "ca.crt")) // optional: a public CA needs none
+		return setup, ca, nil
+	}
+	var caPEM, keyPEM []byte
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		c, err := client.New(restCfg, client.Options{Scheme: scheme})
+		if err != nil {
+			return nil, nil, err
+		}
+		if caPEM, keyPEM, err = sessionapi.SharedCA(ctx, c, ns, sessionapi.CASecretName); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		var err error
+		if caPEM, keyPEM, err = sessionapi.NewCA(); err != nil {
+			return nil, nil, err
+		}
+	}
+	setup, err := sessionapi.ServingTLS(caPEM, keyPEM, splitNamespaces(o.sessionAPIHosts))
+	if err != nil {
+		return nil, nil, fmt.Errorf("making the Session API certificate: %w", err)
+	}
+	return setup, caPEM, nil
+}
+
+// addSessionAPI serves the Session API on every replica, with the TLS sessionAPITLS set up (nil:
+// plain HTTP, --session-api-insecure).
+func addSessionAPI(mgr ctrl.Manager, stores *historystore.Stores, views *journal.Views, o options, tlsSetup sessionapi.TLSSetup) error {
 	if o.sessionAPIAddr == "0" || o.sessionAPIAddr == "" {
 		return nil
 	}
 	activity := &sessionapi.Activity{Client: mgr.GetClient()}
 	api := &sessionapi.Server{
 		Addr: o.sessionAPIAddr, Reader: mgr.GetClient(), Writer: mgr.GetClient(), Stores: stores, Views: views,
-		Auth: &sessionapi.Authorizer{Client: mgr.GetClient()}, Activity: activity,
+		Auth: &sessionapi.Authorizer{Client: mgr.GetClient()}, Activity: activity, TLS: tlsSetup,
 	}
-	switch {
-	case o.sessionAPIInsecure:
+	if o.sessionAPIInsecure {
 		ctrl.Log.WithName("setup").Info("WARNING: the Session API serves plain HTTP (--session-api-insecure)")
-	case o.sessionAPICertDir != "":
-		tlsSetup, err := sessionapi.CertDirTLS(o.sessionAPICertDir)
-		if err != nil {
-			return err
-		}
-		api.TLS = tlsSetup
-	default:
-		tlsSetup, _, err := sessionapi.SelfSignedTLS(splitNamespaces(o.sessionAPIHosts))
-		if err != nil {
-			return fmt.Errorf("making the Session API certificate: %w", err)
-		}
-		api.TLS = tlsSetup
 	}
 	if err := mgr.Add(activity); err != nil {
 		return err

@@ -45,6 +45,8 @@ const (
 	// TokenExpirationSeconds: the kubelet rotates the token at 80 % of it.
 	TokenExpirationSeconds = 3600
 	CADir                  = "/var/run/secrets/parley.dev/ca"
+	// CAFile is the Session API CA's file in the bundle mount, when it travels there.
+	CAFile = "parley-ca.crt"
 )
 
 // Labels and annotations on agent pods.
@@ -74,6 +76,8 @@ type Params struct {
 	// in the pod's namespace whose key ca.crt is the CA that signed the API's certificate.
 	APIURL      string
 	CAConfigMap string
+	// CAInBundle: the bundle ConfigMap carries the CA as CAFile (when CAConfigMap is empty).
+	CAInBundle bool
 	// MountPath is spec.agent.resumeMountPath; the bundle ConfigMap's items are mounted there.
 	MountPath    string
 	BundleName   string
@@ -197,8 +201,11 @@ func environment(p Params) []corev1.EnvVar {
 		{Name: EnvResumeDir, Value: p.MountPath},
 		{Name: EnvTokenFile, Value: path.Join(TokenDir, "token")},
 	}
-	if p.CAConfigMap != "" {
+	switch {
+	case p.CAConfigMap != "":
 		env = append(env, corev1.EnvVar{Name: EnvCAFile, Value: path.Join(CADir, "ca.crt")})
+	case p.CAInBundle:
+		env = append(env, corev1.EnvVar{Name: EnvCAFile, Value: path.Join(p.MountPath, CAFile)})
 	}
 	if p.ClaudeConfig != "" {
 		env = append(env, corev1.EnvVar{Name: EnvClaudeConfigDir, Value: path.Join(p.MountPath, p.ClaudeConfig)})

@@ -224,7 +224,7 @@ func (r *ConversationReconciler) startAgentPod(ctx context.Context, s *conversat
 	params := agentpod.Params{
 		Conversation: s.conv.Name, Namespace: s.conv.Namespace, Owner: owner, SessionID: s.status.SessionID,
 		Attempt: attempt, Resume: attempt > 1, Checkpoint: checkpoint,
-		APIURL: r.AgentAPIURL, CAConfigMap: r.AgentCAConfigMap,
+		APIURL: r.AgentAPIURL, CAConfigMap: r.AgentCAConfigMap, CAInBundle: r.AgentCAConfigMap == "" && len(r.AgentCA) > 0,
 		MountPath: bundle.MountPath(s.conv), BundleName: cmName, BundleItems: files.items, ClaudeConfig: files.claudeDir,
 	}
 	pod, err := agentpod.Build(&spec.Template, params)
@@ -330,5 +330,9 @@ func (r *ConversationReconciler) renderBundle(ctx context.Context, s *conversati
 			errBundleTooLarge, files.Size(), maxBundleBytes)
 	}
 	data, items := files.ConfigMapData()
+	if r.AgentCAConfigMap == "" && len(r.AgentCA) > 0 {
+		data[agentpod.CAFile] = string(r.AgentCA)
+		items = append(items, corev1.KeyToPath{Key: agentpod.CAFile, Path: agentpod.CAFile})
+	}
 	return renderedBundle{data: data, items: items, claudeDir: claudeDir}, nil
 }

@@ -52,6 +52,9 @@ type ConversationReconciler struct {
 	// mounted for PARLEY_CA_FILE.
 	AgentAPIURL      string
 	AgentCAConfigMap string
+	// AgentCA is the Session API's CA (PEM) when agents must be told to trust it: it travels in
+	// each bundle ConfigMap as ca.crt, and PARLEY_CA_FILE points at it.
+	AgentCA []byte
 	// NodeLostGrace is how long an agent pod's node may be NotReady before the pod counts as
 	// lost (DefaultNodeLostGrace when zero).
 	NodeLostGrace time.Duration

@@ -39,6 +39,16 @@ func CertDirTLS(dir string) (TLSSetup, error) {
 // SelfSignedTLS serves a certificate made at start for hosts, signed by a fresh CA whose PEM it
 // returns so the caller can publish it (clients trust it through PARLEY_CA_FILE).
 func SelfSignedTLS(hosts []string) (TLSSetup, []byte, error) {
+	caPEM, caKeyPEM, err := NewCA()
+	if err != nil {
+		return nil, nil, err
+	}
+	setup, err := ServingTLS(caPEM, caKeyPEM, hosts)
+	return setup, caPEM, err
+}
+
+// NewCA makes a CA for the Session API: a certificate and its key, PEM, valid ten years.
+func NewCA() (certPEM, keyPEM []byte, err error) {
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, err
@@ -46,23 +56,43 @@ func SelfSignedTLS(hosts []string) (TLSSetup, []byte, error) {
 	now := time.Now()
 	caTmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "parley-session-api-ca"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.AddDate(1, 0, 0),
+		NotBefore: now.Add(-time.Hour), NotAfter: now.AddDate(10, 0, 0),
 		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
 	}
 	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
 	if err != nil {
 		return nil, nil, err
 	}
-	ca, err := x509.ParseCertificate(caDER)
+	keyDER, err := x509.MarshalECPrivateKey(caKey)
 	if err != nil {
 		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
+}
+
+// ServingTLS serves a certificate made at start for hosts and signed by the CA given (PEM):
+// every replica signs its own with the shared CA, so a client that trusts the CA trusts them all.
+func ServingTLS(caPEM, caKeyPEM []byte, hosts []string) (TLSSetup, error) {
+	caPair, err := tls.X509KeyPair(caPEM, caKeyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("reading the Session API CA: %w", err)
+	}
+	ca, err := x509.ParseCertificate(caPair.Certificate[0])
+	if err != nil {
+		return nil, fmt.Errorf("reading the Session API CA: %w", err)
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
 	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "parley-session-api"},
+		SerialNumber: serial, Subject: pkix.Name{CommonName: "parley-session-api"},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.AddDate(1, 0, 0),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
@@ -73,14 +103,13 @@ func SelfSignedTLS(hosts []string) (TLSSetup, []byte, error) {
 			tmpl.DNSNames = append(tmpl.DNSNames, h)
 		}
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caPair.PrivateKey)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	cert := tls.Certificate{Certificate: [][]byte{der, caDER}, PrivateKey: key}
-	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	cert := tls.Certificate{Certificate: [][]byte{der, ca.Raw}, PrivateKey: key}
 	return func(_ context.Context, srv *http.Server) error {
 		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}}
 		return nil
-	}, caPEM, nil
+	}, nil
 }

@@ -15,6 +15,7 @@ import (
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 	"github.com/parley-dev/parley/internal/agentpod"
 	"github.com/parley-dev/parley/internal/bundle"
+	"github.com/parley-dev/parley/internal/sessionapi"
 )
 
 // envtest has no kubelet: these specs play its part by writing pod status, the way the kubelet
@@ -100,6 +101,24 @@ func mountedManifest(pod *corev1.Pod) bundle.Manifest {
 	return bundle.Manifest{}
 }
 
+// mountedFile reads one file of the bundle ConfigMap the pod mounts, by its path in the mount.
+func mountedFile(pod *corev1.Pod, path string) string {
+	for _, v := range pod.Spec.Volumes {
+		if v.Name != agentpod.VolumeBundle {
+			continue
+		}
+		cm := &corev1.ConfigMap{}
+		Expect(k8sClient.Get(ctx, clientKey(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: v.ConfigMap.Name}}), cm)).To(Succeed())
+		for _, item := range v.ConfigMap.Items {
+			if item.Path == path {
+				return cm.Data[item.Key]
+			}
+		}
+	}
+	Fail("no " + path + " in the bundle")
+	return ""
+}
+
 func envOf(pod *corev1.Pod) map[string]string {
 	m := map[string]string{}
 	for _, e := range pod.Spec.Containers[0].Env {
@@ -124,6 +143,9 @@ var _ = Describe("Agent pods", func() {
 		Expect(env).To(HaveKeyWithValue(agentpod.EnvConversation, conv.Name))
 		Expect(env).To(HaveKeyWithValue(agentpod.EnvAPIURL, "https://parley-session-api.parley-system.svc:8082"))
 		Expect(mountedManifest(first).Messages).To(Equal(0))
+		By("the Session API's CA travels in the bundle, named by PARLEY_CA_FILE")
+		Expect(env).To(HaveKeyWithValue(agentpod.EnvCAFile, "/var/run/parley/"+agentpod.CAFile))
+		Expect(mountedFile(first, agentpod.CAFile)).To(Equal(string(agentCA)))
 		Eventually(agentCondition(conv, metav1.ConditionFalse, parleyv1alpha1.ReasonPodPending)).Should(Succeed())
 		Expect(conv.Status.Agent.PodName).To(Equal(first.Name))
 
@@ -296,5 +318,26 @@ var _ = Describe("Agent pods", func() {
 		Expect(conv.Status.Phase).To(Equal(parleyv1alpha1.ConversationFailed))
 		Expect(k8sClient.Get(ctx, clientKey(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: conv.Namespace, Name: agentpod.PodName(conv.Name, 1)}}), &corev1.Pod{})).
 			To(Satisfy(apierrors.IsNotFound))
+	})
+	It("shares one Session API CA between replicas that start together (the Secret's create race)", func() {
+		name := "parley-session-api-ca-" + randSuffix()
+		type result struct{ cert, key []byte }
+		results := make(chan result, 4)
+		for range 4 {
+			go func() {
+				defer GinkgoRecover()
+				c, k, err := sessionapi.SharedCA(ctx, k8sClient, "default", name)
+				Expect(err).NotTo(HaveOccurred())
+				results <- result{c, k}
+			}()
+		}
+		first := <-results
+		for range 3 {
+			Expect(<-results).To(Equal(first), "every replica signs with the same CA")
+		}
+		secret := &corev1.Secret{}
+		Expect(k8sClient.Get(ctx, clientKey(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}}), secret)).To(Succeed())
+		Expect(secret.Type).To(Equal(corev1.SecretTypeTLS))
+		Expect(secret.Data[corev1.TLSCertKey]).To(Equal(first.cert))
 	})
 })

@@ -41,6 +41,8 @@ import (
 )
 
 var (
+	// agentCA is the Session API CA the controller hands agents in their bundles.
+	agentCA []byte
 	ctx       context.Context
 	cancel    context.CancelFunc
 	testEnv   *crenvtest.Environment
@@ -113,6 +115,8 @@ var _ = BeforeSuite(func() {
 	}
 	Expect(mgr.Add(compactor)).To(Succeed())
 	Expect(controller.SetupIndexes(ctx, mgr)).To(Succeed())
+	agentCA, _, err = sessionapi.NewCA()
+	Expect(err).NotTo(HaveOccurred())
 	Expect((&controller.ConversationReconciler{
 		Client:                  mgr.GetClient(),
 		APIReader:               mgr.GetAPIReader(),
@@ -124,6 +128,7 @@ var _ = BeforeSuite(func() {
 		Clock:                   clock.RealClock{},
 		MaxConcurrentReconciles: 4,
 		AgentAPIURL:             "https://parley-session-api.parley-system.svc:8082",
+		AgentCA:                 agentCA,
 		NodeLostGrace:           3 * time.Second,
 		Observe: func(req ctrl.Request) {
 			n, _ := reconciles.LoadOrStore(req.NamespacedName, new(atomic.Int64))
