@@ -221,7 +221,11 @@ func (imp *claudeImporter) readFile(data []byte, agentID string) error {
 	for i := range lines {
 		pl := &lines[i]
 		if !pl.decoded || abandoned[i] {
-			imp.keepRaw(pl.raw, threadOf(&pl.line, agentID), pl.line.UUID)
+			uuid := pl.line.UUID
+			if !pl.decoded {
+				uuid = lineUUIDOf(pl.raw) // as the export reads it back
+			}
+			imp.keepRaw(pl.raw, threadOf(&pl.line, agentID), uuid)
 			continue
 		}
 		if err := imp.readLine(pl.raw, &pl.line, agentID); err != nil {
@@ -671,7 +675,16 @@ func stripContent(line []byte) (jsontext.Value, error) {
 	}
 	out := make([]byte, 0, len(line)-(end-start))
 	out = append(out, line[:start]...)
-	return append(out, line[end:]...), nil
+	out = append(out, line[end:]...)
+	// A name written twice (the last one counts): every copy goes. Rare, so looked for only
+	// when the name appears again.
+	for start != end && bytes.Contains(out[start:], []byte(`"content"`)) {
+		if start, end, err = contentRange(out); err != nil {
+			return nil, err
+		}
+		out = append(out[:start], out[end:]...)
+	}
+	return out, nil
 }
 
 // contentRange finds the bytes of message.content: from the end of the member before it
@@ -720,7 +733,9 @@ func contentRange(line []byte) (int, int, error) {
 			}
 			return before, end, nil
 		}
-		return 0, 0, nil
+		if _, err := dec.ReadToken(); err != nil { // the message's '}': look at the next one
+			return 0, 0, err
+		}
 	}
 	return 0, 0, nil
 }

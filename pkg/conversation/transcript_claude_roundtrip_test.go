@@ -27,10 +27,7 @@ func expectedClaudeFiles(t testing.TB, main []byte, subagents ...ClaudeSubagentF
 	t.Helper()
 	out := map[string][][]byte{}
 	for _, l := range transcriptValues(main) {
-		var head struct {
-			IsSidechain bool   `json:"isSidechain"`
-			AgentID     string `json:"agentId"`
-		}
+		var head claudeLine // a line of another shape is the main transcript's
 		thread := ""
 		if json.Unmarshal(l, &head, lenientJSON) == nil && head.IsSidechain {
 			thread = head.AgentID

@@ -143,9 +143,14 @@ type openCodePartRecord struct {
 
 // ImportOpenCode reads an OpenCode session export.
 func ImportOpenCode(data []byte) (State, error) {
-	top := jsontext.Value(bytes.TrimSpace(data))
+	top := jsontext.Value(bytes.Trim(data, " \t\r\n")) // JSON's whitespace, no other
 	if top.Kind() != '{' {
 		return State{}, fmt.Errorf("%w: an OpenCode export is a JSON object", ErrTranscript)
+	}
+	// A member name written twice is refused: JSON.stringify never writes one, and which
+	// copy counts differs from reader to reader, so no export could be said to keep it.
+	if _, err := jsontext.NewDecoder(bytes.NewReader(top), jsontext.AllowInvalidUTF8(true)).ReadValue(); err != nil {
+		return State{}, fmt.Errorf("%w: %w", ErrTranscript, err)
 	}
 	var exp struct {
 		Info     openCodeSession   `json:"info"`
@@ -231,6 +236,7 @@ func openCodeMessages(om *openCodeMessage, entry jsontext.Value) ([]Message, []S
 	}
 	src := openCodeSource{Entry: shell, Layout: make([]openCodePartRecord, 0, len(om.Parts))}
 	var subs []Subagent
+	toolParts := map[string]bool{}
 	for _, raw := range om.Parts {
 		var p openCodePart
 		if err := json.Unmarshal(raw, &p, lenientJSON); err != nil {
@@ -239,6 +245,14 @@ func openCodeMessages(om *openCodeMessage, entry jsontext.Value) ([]Message, []S
 		if !p.isBlockPart() {
 			src.Layout = append(src.Layout, openCodePartRecord{Part: raw})
 			continue
+		}
+		if p.Type == "tool" {
+			// OpenCode stores a part by its id, so an export never repeats one; a result
+			// goes back to its call by it.
+			if toolParts[p.ID] {
+				return nil, nil, fmt.Errorf("tool part id %q repeated", p.ID)
+			}
+			toolParts[p.ID] = true
 		}
 		rec, err := heldPart(raw, &p)
 		if err != nil {

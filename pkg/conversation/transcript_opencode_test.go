@@ -85,6 +85,9 @@ func TestImportOpenCodeErrors(t *testing.T) {
 		`{"info":{"id":"s"},"messages":[{"info":{"role":"user"},"parts":[]}]}`,
 		`{"info":{"id":"s"},"messages":[{"info":{"id":"m","role":"user"},"parts":[7]}]}`,
 		`{"info":{"id":"s"},"messages":[{"info":{"id":"m","role":"user"},"parts":[]},{"info":{"id":"m","role":"user"},"parts":[]}]}`,
+		`{"info":{"id":"s"},"messages":[{"info":{"id":"m","role":"assistant"},"parts":[{"id":"p","type":"tool","callID":"c","state":{}},{"id":"p","type":"tool","callID":"c","state":{}}]}]}`,
+		`{"info":{"id":"s"},"messages":[{"info":{"id":"m","role":"user"},"parts":[{"id":"p","type":"text","text":"a","text":"b"}]}]}`,
+		`{"info":{"id":"s"},"messages":[]} {}`,
 	} {
 		if _, err := ImportOpenCode([]byte(in)); !errors.Is(err, ErrTranscript) {
 			t.Errorf("%s: err = %v", in, err)
@@ -112,7 +115,7 @@ func FuzzImportOpenCode(f *testing.F) {
 	f.Add([]byte(`{"info":{"id":"s"},"messages":[{"info":{"id":"m","role":"user"},"parts":[]},{"info":{"id":"m","role":"user"},"parts":[]}]}`))
 	f.Add([]byte(`{"info":{"id":"s","title":"t"},"extra":1,"messages":[{"info":{"id":"m","role":"assistant","tokens":{"input":1,"output":2,"reasoning":3}},"parts":[` +
 		`{"id":"p","type":"tool","callID":"c","tool":"bash","state":{"status":"error","input":null,"output":"o","error":"e","time":{"start":1}}},` +
-		`{"id":"p","type":"tool","callID":"c","tool":"bash","state":{"status":"completed","output":"o2"}},{"type":"text","text":null,"time":{}}]}]}`))
+		`{"id":"p2","type":"tool","callID":"c","tool":"bash","state":{"status":"completed","output":"o2"}},{"type":"text","text":null,"time":{}}]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := ImportOpenCode(data)
 		if err != nil {
