@@ -42,7 +42,7 @@ import (
 
 var (
 	// agentCA is the Session API CA the controller hands agents in their bundles.
-	agentCA []byte
+	agentCA   []byte
 	ctx       context.Context
 	cancel    context.CancelFunc
 	testEnv   *crenvtest.Environment
