@@ -107,6 +107,13 @@ func decideAgent(s *conversationScope, seen agentSeen) agentPlan {
 		return plan
 	}
 
+	// An agent that exited 0 stays Completed when its finished pod is deleted afterwards
+	// (kubectl delete, its namespace going, PodGC): nothing crashed, nothing is restarted.
+	if prev == parleyv1alpha1.ReasonCompleted && !seen.foreign &&
+		(!seen.exists || (seen.obs.State == agentpod.Crashed && seen.obs.Reason == agentpod.FailureDeleted)) {
+		cond(metav1.ConditionFalse, parleyv1alpha1.ReasonCompleted, "agent pod %s exited 0 and was deleted afterwards; it is not restarted", st.PodName)
+		return agentPlan{}
+	}
 	if !seen.exists {
 		return decideWithoutPod(s, st, prev, seen, cond)
 	}

@@ -166,6 +166,18 @@ func TestDecideAgent(t *testing.T) {
 			seen:       agentSeen{exists: true, obs: agentpod.Observation{State: agentpod.Completed}, podTemplate: "old", template: "new"},
 			wantStatus: metav1.ConditionFalse, wantReason: parleyv1alpha1.ReasonPodPending, wantPlan: agentPlan{start: startResume},
 		},
+		"a completed agent whose pod is deleted afterwards stays completed": {
+			conv:       testConv(withAgent, historyUp, withAgentStatus(pod1), agentWas(parleyv1alpha1.ReasonCompleted)),
+			seen:       agentSeen{exists: true, obs: agentpod.Observation{State: agentpod.Crashed, Reason: agentpod.FailureDeleted, At: now}, podTemplate: "h", template: "h", crashTurn: 3},
+			wantStatus: metav1.ConditionFalse, wantReason: parleyv1alpha1.ReasonCompleted,
+			wantAgent: &pod1,
+		},
+		"a completed agent whose pod is gone stays completed": {
+			conv:       testConv(withAgent, historyUp, withAgentStatus(pod1), agentWas(parleyv1alpha1.ReasonCompleted)),
+			seen:       agentSeen{crashTurn: 3},
+			wantStatus: metav1.ConditionFalse, wantReason: parleyv1alpha1.ReasonCompleted,
+			wantAgent: &pod1,
+		},
 		"suspend removes the pod": {
 			conv:       testConv(withAgent, historyUp, withAgentStatus(pod1), func(c *parleyv1alpha1.Conversation) { c.Spec.Suspend = ptrTo(true) }),
 			seen:       agentSeen{exists: true, obs: running},

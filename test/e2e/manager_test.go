@@ -5,19 +5,14 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
-	"strconv"
-	"syscall"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -37,7 +32,10 @@ var uuidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a
 // `make run-local` runs it. Conversations are handled as unstructured objects: the test speaks
 // the API's JSON, what users apply, not the Go types.
 var _ = Describe("the Parley manager on the local cluster", Ordered, func() {
-	var dyn dynamic.Interface
+	var (
+		dyn     dynamic.Interface
+		manager *managerProcess
+	)
 
 	BeforeAll(func(ctx SpecContext) {
 		kubeconfig, err := localCluster(ctx, "kubeconfig")
@@ -55,49 +53,10 @@ var _ = Describe("the Parley manager on the local cluster", Ordered, func() {
 		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(poll).Should(Succeed())
 
 		By("building ./cmd/manager and starting it as a process")
-		bin := filepath.Join(GinkgoT().TempDir(), "manager")
-		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/manager")
-		build.Dir, build.Stdout, build.Stderr = repoRoot, GinkgoWriter, GinkgoWriter
-		Expect(build.Run()).To(Succeed())
-
-		logDir, err := localCluster(ctx, "logs")
-		Expect(err).NotTo(HaveOccurred())
-		logPath := filepath.Join(logDir, "e2e-manager.log")
-		logFile, err := os.Create(logPath)
-		Expect(err).NotTo(HaveOccurred())
-		// Leader election keeps this manager from fighting one that `make run-local` left running on
-		// a cluster the suite reuses (it then waits for the lease); on the suite's own cluster it
-		// leads at once.
-		// The Session API listens on the pod network's bridge address so agent pods reach it, in
-		// plain HTTP (a local run: --session-api-insecure), and agents are told so.
-		probe, err := net.Listen("tcp", bridgeAddress+":0")
-		Expect(err).NotTo(HaveOccurred())
-		apiAddr := probe.Addr().String()
-		Expect(probe.Close()).To(Succeed())
-		manager := exec.Command(bin, "--leader-elect", "--leader-election-namespace=kube-system",
-			"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0",
-			"--session-api-bind-address="+apiAddr, "--session-api-insecure", "--agent-api-url=http://"+apiAddr)
-		manager.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-		manager.Stdout, manager.Stderr = logFile, logFile
-		// Dies with the test process, even when `go test` times out and skips the cleanup.
-		manager.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		Expect(manager.Start()).To(Succeed())
-		GinkgoWriter.Printf("manager pid %d, log %s\n", manager.Process.Pid, logPath)
-		exited := make(chan error, 1)
-		go func() { exited <- manager.Wait() }()
-
-		DeferCleanup(func() {
-			_ = manager.Process.Signal(syscall.SIGTERM)
-			var err error
-			select {
-			case err = <-exited:
-			case <-time.After(10 * time.Second):
-				_ = manager.Process.Kill()
-				err = <-exited
-			}
-			GinkgoWriter.Printf("manager stopped: %v\n", err)
-			_ = logFile.Close()
-		})
+		manager = buildManager(ctx, kubeconfig)
+		manager.start()
+		// The spec that restarts the manager leaves the new process here: this stops that one.
+		DeferCleanup(func() { manager.stop() })
 	})
 
 	It("mints a session ID, sets expiresAt from the ttl, and marks the Conversation Expired when it is reached", func(ctx SpecContext) {
@@ -187,99 +146,5 @@ var _ = Describe("the Parley manager on the local cluster", Ordered, func() {
 		Eventually(historyObjects).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(poll).Should(BeZero())
 	})
 
-	It("restarts an agent that exits 1 mid-conversation in a new pod with PARLEY_RESUME=true and its bundle, and the agent continues the same sequence", func(ctx SpecContext) {
-		ns := newNamespace(ctx)
-		By("letting the namespace's default ServiceAccount use the Session API (config/rbac's agent role)")
-		role := &rbacv1.Role{
-			ObjectMeta: metav1.ObjectMeta{Name: "parley-agent"},
-			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"parley.dev"}, Resources: []string{"conversations/history"}, Verbs: []string{"create", "get"}}},
-		}
-		_, err := clientset.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{})
-		Expect(err).NotTo(HaveOccurred())
-		_, err = clientset.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: "parley-agent"},
-			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "parley-agent"},
-			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "default", Namespace: ns}},
-		}, metav1.CreateOptions{})
-		Expect(err).NotTo(HaveOccurred())
-
-		By("a Conversation whose agent converses four turns and exits 1 in the middle of the third")
-		conv := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "parley.dev/v1alpha1",
-			"kind":       "Conversation",
-			"metadata":   map[string]any{"name": "crashy"},
-			"spec": map[string]any{
-				"history": map[string]any{"configMap": map[string]any{}},
-				"agent": map[string]any{
-					"backoff": map[string]any{"initial": "1s", "max": "10s"},
-					"template": map[string]any{"spec": map[string]any{
-						"terminationGracePeriodSeconds": int64(5),
-						"containers": []any{map[string]any{
-							"name": "agent", "image": agentImage, "imagePullPolicy": "Never",
-							"args": []any{"converse", "-turns", "4", "-crash-at-turn", "3"},
-						}},
-					}},
-				},
-			},
-		}}
-		_, err = dyn.Resource(conversations).Namespace(ns).Create(ctx, conv, metav1.CreateOptions{})
-		Expect(err).NotTo(HaveOccurred())
-
-		var got *unstructured.Unstructured
-		Eventually(func(g Gomega) {
-			got, err = dyn.Resource(conversations).Namespace(ns).Get(ctx, "crashy", metav1.GetOptions{})
-			g.Expect(err).NotTo(HaveOccurred())
-			restarts, _, _ := unstructured.NestedInt64(got.Object, "status", "agent", "restarts")
-			g.Expect(restarts).To(Equal(int64(1)))
-			g.Expect(agentReason(got)).To(Equal("Completed"))
-		}).WithContext(ctx).WithTimeout(podTimeout).WithPolling(poll).Should(Succeed(),
-			func() string { return describePod(ctx, ns, "crashy-agent-2") })
-
-		failure, _, _ := unstructured.NestedMap(got.Object, "status", "agent", "lastFailure")
-		Expect(failure).To(HaveKeyWithValue("reason", "Error"))
-		Expect(failure).To(HaveKeyWithValue("exitCode", int64(1)))
-		Expect(failure).To(HaveKeyWithValue("podName", "crashy-agent-1"))
-		Expect(failure).To(HaveKeyWithValue("turn", int64(3)))
-		messages, _, _ := unstructured.NestedInt64(got.Object, "status", "history", "messages")
-		Expect(messages).To(Equal(int64(8)), "u1 a1 u2 a2 u3 a3 u4 a4: the retried u3 stored once")
-
-		first := podLog(ctx, ns, "crashy-agent-1")
-		second := podLog(ctx, ns, "crashy-agent-2")
-		Expect(first).To(ContainSubstring("RESUME resume=false attempt=0 checkpoint= bundleMessages=0"))
-		Expect(first).To(ContainSubstring("CRASH exit at turn 3"))
-		By("the new pod's bundle holds every acknowledged message up to the last complete turn")
-		Expect(second).To(ContainSubstring("RESUME resume=true attempt=1 checkpoint=crashy-crash-1 bundleMessages=4 bundleTurns=2 last=a2"))
-		By("its appends continue the sequence: u3 is the same message (same id, same sequence), a3 follows it")
-		u3 := appendedSeq(first, "u3")
-		Expect(appendedSeq(second, "u3")).To(Equal(u3))
-		Expect(appendedSeq(second, "a3")).To(Equal(u3 + 1))
-		Expect(appendedSeq(second, "a4")).To(Equal(u3 + 3))
-	})
+	agentRecoverySpecs(func() dynamic.Interface { return dyn }, func() *managerProcess { return manager })
 })
-
-func agentReason(u *unstructured.Unstructured) string {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == "AgentRunning" {
-			r, _ := m["reason"].(string)
-			return r
-		}
-	}
-	return ""
-}
-
-func podLog(ctx context.Context, ns, name string) string {
-	b, err := clientset.CoreV1().Pods(ns).GetLogs(name, &corev1.PodLogOptions{}).DoRaw(ctx)
-	Expect(err).NotTo(HaveOccurred(), "logs of %s/%s", ns, name)
-	return string(b)
-}
-
-// appendedSeq reads "APPEND <id> seq=N" from the test agent's log.
-func appendedSeq(log, id string) int {
-	m := regexp.MustCompile(`APPEND ` + regexp.QuoteMeta(id) + ` seq=(\d+)`).FindStringSubmatch(log)
-	Expect(m).NotTo(BeNil(), "no append of %s in:\n%s", id, log)
-	n, err := strconv.Atoi(m[1])
-	Expect(err).NotTo(HaveOccurred())
-	return n
-}
