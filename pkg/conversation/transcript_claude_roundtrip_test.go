@@ -215,3 +215,26 @@ func reimportClaude(t testing.TB, files []ExportedFile) State {
 	}
 	return s
 }
+
+// A checkpoint written before 1.1 (its line records have no prev, its records no afterLine)
+// still decodes and exports: the main transcript is the file read, as JSON, and the
+// conversation comes back whole.
+func TestExportClaudeFromASchema10Snapshot(t *testing.T) {
+	snap, err := UnmarshalSnapshot(readFixture(t, "snapshots/v1.0-claude-code.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.State.SchemaVersion != "1.0" {
+		t.Fatalf("golden snapshot is %s", snap.State.SchemaVersion)
+	}
+	files, err := ExportClaude(&snap.State, ClaudeExportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameClaudeFiles(readFixture(t, "claude-code/main-transcript.jsonl"), files[0].Content) {
+		t.Error("main transcript differs from the file read")
+	}
+	back := reimportClaude(t, files)
+	assertSameMessages(t, digestMessages(snap.State.Messages), digestMessages(back.Messages))
+	assertSameMessages(t, digestMessages(snap.State.Subagents[0].Messages), digestMessages(back.Subagents[0].Messages))
+}
