@@ -98,7 +98,9 @@ func (s *Stores) Open(ctx context.Context, conv *parleyv1alpha1.Conversation, cr
 	if err != nil {
 		return nil, err
 	}
-	opts := history.OpenOptions{Create: create}
+	// A Conversation whose status records no history is almost always opened to create it:
+	// creating before reading saves the read that would find nothing.
+	opts := history.OpenOptions{Create: create, ProbablyNew: create && conv.Status.History == nil}
 	if conv.Spec.History.ConfigMap != nil {
 		opts.Owner = ownerOf(conv)
 	}

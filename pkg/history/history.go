@@ -41,6 +41,12 @@ type OpenOptions struct {
 	// outside the cluster ignore it. A shared handle opened without an owner
 	// takes the first one a later Open gives.
 	Owner *metav1.OwnerReference
+	// ProbablyNew, with Create, hints that the history most likely does not
+	// exist yet: Open then tries to create it before reading, which saves
+	// the read that would find nothing. It changes only the order of the
+	// requests: an existing history is still opened (its create is refused,
+	// then it is read), at the cost of that refused create.
+	ProbablyNew bool
 }
 
 // ReadOptions select a page of entries.

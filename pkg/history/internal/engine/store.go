@@ -57,7 +57,8 @@ func (s *Store) Open(ctx context.Context, name string, opts history.OpenOptions)
 	if err != nil {
 		return nil, err
 	}
-	if err := ensureIndex(ctx, objects, opts.Create); err != nil {
+	index, err := ensureIndex(ctx, objects, opts)
+	if err != nil {
 		return nil, fmt.Errorf("open history %q: %w", name, err)
 	}
 
@@ -70,28 +71,60 @@ func (s *Store) Open(ctx context.Context, name string, opts history.OpenOptions)
 		return h, nil
 	}
 	h := newLog(s, name, objects, opts.Owner != nil)
+	// The index just read or written starts the writer's view, so the first
+	// append does not read it again. It may be stale by then; so may any
+	// view: the commit's compare-and-swap refuses it and the view reloads.
+	if index.ok {
+		h.m, h.ver, h.loaded = index.m, index.ver, true
+	}
 	s.handles[name] = h
 	return h, nil
 }
 
-func ensureIndex(ctx context.Context, objects Objects, create bool) error {
-	_, _, err := objects.Get(ctx, indexKey)
-	if err == nil || !errors.Is(err, history.ErrNotFound) || !create {
-		return err
-	}
-	_, err = objects.Create(ctx, indexKey, newManifest().encode())
-	if !errors.Is(err, history.ErrConflict) {
-		return err
-	}
-	// Created concurrently, or (S3 409) being created by an upload that may
-	// still fail: only an index that exists will do.
-	if _, _, gerr := objects.Get(ctx, indexKey); gerr != nil {
-		if errors.Is(gerr, history.ErrNotFound) {
-			return err
+// indexSeen is the index as ensureIndex read or created it; ok is false when
+// it could not be decoded (reading it later reports why).
+type indexSeen struct {
+	m   manifest
+	ver string
+	ok  bool
+}
+
+func seen(data []byte, ver string) indexSeen {
+	m, err := decodeManifest(data)
+	return indexSeen{m: m, ver: ver, ok: err == nil && ver != ""}
+}
+
+// ensureIndex finds the history's index, creating it when opts.Create allows
+// and it is missing. With ProbablyNew it tries the create first.
+func ensureIndex(ctx context.Context, objects Objects, opts history.OpenOptions) (indexSeen, error) {
+	if !opts.Create || !opts.ProbablyNew {
+		data, ver, err := objects.Get(ctx, indexKey)
+		if err == nil {
+			return seen(data, ver), nil
 		}
-		return gerr
+		if !errors.Is(err, history.ErrNotFound) || !opts.Create {
+			return indexSeen{}, err
+		}
 	}
-	return nil
+	m := newManifest()
+	ver, err := objects.Create(ctx, indexKey, m.encode())
+	if err == nil {
+		return indexSeen{m: m, ver: ver, ok: ver != ""}, nil
+	}
+	if !errors.Is(err, history.ErrConflict) {
+		return indexSeen{}, err
+	}
+	// Created concurrently (or earlier, when ProbablyNew guessed wrong), or
+	// (S3 409) being created by an upload that may still fail: only an
+	// index that exists will do.
+	data, ver, gerr := objects.Get(ctx, indexKey)
+	if gerr != nil {
+		if errors.Is(gerr, history.ErrNotFound) {
+			return indexSeen{}, err
+		}
+		return indexSeen{}, gerr
+	}
+	return seen(data, ver), nil
 }
 
 // Delete implements history.Store. The index goes first, so writers of
