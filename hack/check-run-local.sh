@@ -8,7 +8,9 @@
 #   - hack/run-local.sh exits 0 and prints no WARNING or ERROR (no fallback was taken),
 #   - its `kubectl get conv,ckpt` output lists every Conversation and Checkpoint of
 #     config/samples,
-#   - the sample agent pod is Running on the real node.
+#   - the agent sample told its story: that output shows it with 1 restart and all its
+#     messages, its first pod failed with exit code 1 and its second completed, and the second
+#     resumed from the first's Crash Checkpoint with the bundle of the complete turns.
 # The check's cluster is always brought down at the end. Its folder is deleted when the check
 # passes and kept (logs/) when it fails; the next run deletes it first.
 #
@@ -92,8 +94,29 @@ for obj in $expected; do
 done
 grep -q '^conversation\.' <<<"$rows" || problems+=("no Conversation rows in the kubectl get conv,ckpt output")
 grep -q '^checkpoint\.' <<<"$rows" || problems+=("no Checkpoint rows in the kubectl get conv,ckpt output")
-phase=$(kubectl get pod sample-agent -o jsonpath='{.status.phase}' 2>/dev/null || true)
-[ "$phase" = Running ] || problems+=("the sample agent pod is ${phase:-missing}, not Running")
+# The agent sample (config/samples/parley_v1alpha1_conversation_agent.yaml): six turns, exit 1
+# in turn 3 of the first pod. Columns are read at the header's positions: empty cells (no
+# Context% yet) leave no field for awk to split on.
+conv=coding-agent
+cell() {
+  awk -v row="conversation.parley.dev/$conv" -v col="$1" '
+    /^NAME / && !hdr { hdr = $0 }
+    $1 == row && hdr {
+      start = index(hdr, col); rest = substr(hdr, start + length(col))
+      width = match(rest, /[^ ]/) ? length(col) + RSTART - 1 : length($0)
+      v = substr($0, start, width); gsub(/ /, "", v); print v; exit
+    }' <<<"$rows"
+}
+[ "$(cell RESTARTS)" = 1 ] || problems+=("the $conv row shows restarts '$(cell RESTARTS)', not 1")
+[ "$(cell MESSAGES)" = 12 ] || problems+=("the $conv row shows messages '$(cell MESSAGES)', not 12 (six turns)")
+grep -q "^checkpoint.parley.dev/$conv-crash-1 .* Crash .* Ready " <<<"$rows" ||
+  problems+=("no Ready Crash Checkpoint $conv-crash-1 in the kubectl get conv,ckpt output")
+exit1=$(kubectl get pod "$conv-agent-1" -o jsonpath='{.status.phase} {.status.containerStatuses[0].state.terminated.exitCode}' 2>/dev/null || true)
+[ "$exit1" = "Failed 1" ] || problems+=("pod $conv-agent-1 is '${exit1:-missing}', not 'Failed 1'")
+phase2=$(kubectl get pod "$conv-agent-2" -o jsonpath='{.status.phase}' 2>/dev/null || true)
+[ "$phase2" = Succeeded ] || problems+=("pod $conv-agent-2 is ${phase2:-missing}, not Succeeded")
+grep -q "^RESUME resume=true attempt=1 checkpoint=$conv-crash-1 bundleMessages=4 bundleTurns=2 last=a2$" "$out" ||
+  problems+=("the output has no log line of $conv-agent-2 resuming from $conv-crash-1 with the 4 messages of turns 1-2")
 
 if [ ${#problems[@]} -gt 0 ]; then
   for p in "${problems[@]}"; do log "problem: $p"; done

@@ -7,16 +7,23 @@
 #  3. the manager, built from ./cmd/manager and run as a host process against the cluster
 #     (log: <cluster dir>/logs/manager.log; `make cluster-down` stops it with the cluster);
 #     PARLEY_MANAGER=in-cluster deploys config/default with the local image instead
-#  4. the samples from config/samples
-#  5. a sample agent pod from the test-agent image (hack/images.sh), owned by the first sample
-#     Conversation, Running on the real node
-# and prints what it did, how to explore and how to stop.
+#  4. the samples from config/samples, the agent sample's image (test/agent, hack/images.sh)
+#     imported first
+#  5. waits for the agent sample's story: the controller runs its pod, the agent converses
+#     through the Session API, crashes once in turn 3, and a second pod resumes from the
+#     resume bundle and finishes
+# and prints what it did (kubectl get conv,ckpt: restarts and messages; the agents' logs), how
+# to explore and how to stop. The script creates no pod itself: the controller owns agent pods.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 lc=$root/hack/local-cluster
-AGENT_IMAGE=localhost/parley-test-agent:${IMAGE_TAG:-dev}
+# The Conversation of config/samples whose agent tells the crash-and-resume story.
+AGENT_CONV=coding-agent
+# The host-run manager's Session API: on the pod network's bridge, where agent pods reach the
+# host; plain HTTP, as nothing outside the machine can reach that address.
+SESSION_API=10.88.0.1:8082
 
 step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 warn() { printf '\033[33mWARNING: %s\033[0m\n' "$*"; }
@@ -45,6 +52,18 @@ crds_discoverable() {
   local served
   served=$(kubectl api-resources -o name 2>/dev/null | LC_ALL=C sort) || true
   [ -z "$(comm -23 <(echo "$crd_names") <(echo "$served"))" ]
+}
+# agent_state: "<restarts> <AgentRunning reason>" of the agent sample (go-template: ranging
+# over a status that is not there yet prints nothing instead of failing).
+agent_state() {
+  kubectl get conversations.parley.dev "$AGENT_CONV" -o go-template='{{with .status}}{{with .agent}}{{or .restarts 0}}{{end}} {{range .conditions}}{{if eq .type "AgentRunning"}}{{.reason}}{{end}}{{end}}{{end}}' 2>/dev/null
+}
+# agent_story_ended: the agent sample completed after one restart, or ended for good.
+agent_story_ended() {
+  case $(agent_state) in
+  "1 Completed" | *MaxRestartsExceeded | *PoisonTurn | *InvalidTemplate | *TemplateConflict | *BundleTooLarge) return 0 ;;
+  esac
+  return 1
 }
 
 if [ "$(id -u)" != 0 ]; then
@@ -90,6 +109,8 @@ fi
 
 manager_running=0
 manager_where=""
+# process (a host process), in-cluster, or none (it did not build)
+manager_mode=none
 if [ "${PARLEY_MANAGER:-process}" = in-cluster ] && [ "$with_node" = 1 ]; then
   step "Manager (image localhost/parley-manager:${IMAGE_TAG:-dev}, config/default, in the cluster)"
   "$lc" stop manager
@@ -112,6 +133,7 @@ EOF
   kubectl kustomize "$overlay" | kubectl apply -f -
   if kubectl -n parley-system rollout status deployment/parley-controller-manager --timeout 180s; then
     manager_running=1
+    manager_mode=in-cluster
     manager_where="in the cluster: kubectl -n parley-system logs deploy/parley-controller-manager"
   else
     warn "the in-cluster manager did not become ready: kubectl -n parley-system describe pods"
@@ -129,12 +151,19 @@ else
     [[ $help != *health-probe-bind-address* ]] || args+=(--health-probe-bind-address=127.0.0.1:8081)
     # Out of the cluster, leader election needs a namespace to hold its Lease.
     [[ $help != *leader-election-namespace* ]] || args+=(--leader-election-namespace=kube-system)
+    # Agent pods reach the host at the bridge address; without the node there is no bridge.
+    if [ "$with_node" = 1 ]; then
+      args+=(--session-api-bind-address="$SESSION_API" --session-api-insecure --agent-api-url="http://$SESSION_API")
+    else
+      args+=(--session-api-bind-address=127.0.0.1:8082 --session-api-insecure)
+    fi
     # A manager deployed by an earlier PARLEY_MANAGER=in-cluster run would compete with this one.
     kubectl -n parley-system delete deployment parley-controller-manager --ignore-not-found >/dev/null
     "$lc" stop manager
     "$lc" start manager "$root/bin/manager" "${args[@]}"
     manager_running=1
-    manager_where="host process, log $logs/manager.log"
+    manager_mode=process
+    manager_where="host process, log $logs/manager.log; Session API http://$SESSION_API"
     if [[ $help == *health-probe-bind-address* ]]; then
       # 60 s: a cold start on a busy 2-core machine is slow (leader election, informer caches).
       wait_until 60 curl -sf http://127.0.0.1:8081/readyz ||
@@ -146,55 +175,58 @@ else
 fi
 
 step "Samples (config/samples)"
-if [ -e config/samples/kustomization.yaml ]; then
-  kubectl apply -k config/samples
-else
-  warn "no samples in config/samples yet"
-fi
-
-step "Sample agent pod (image $AGENT_IMAGE)"
-conv=$(kubectl get conversations.parley.dev -o jsonpath='{.items[0].metadata.name}' 2>/dev/null || true)
 if [ "$with_node" = 1 ]; then
+  # Before the samples: the agent sample's first pod must find its image (nothing is pulled).
   hack/images.sh agent
-  owner=""
-  if [ -n "$conv" ]; then
-    uid=$(kubectl get conversations.parley.dev "$conv" -o jsonpath='{.metadata.uid}')
-    owner="  ownerReferences:
-  - {apiVersion: parley.dev/v1alpha1, kind: Conversation, name: $conv, uid: $uid}"
-  fi
-  kubectl delete pod sample-agent --ignore-not-found --wait=true >/dev/null
-  kubectl apply -f - <<EOF
-apiVersion: v1
-kind: Pod
-metadata:
-  name: sample-agent
-  labels: {app.kubernetes.io/name: parley-test-agent, parley.dev/conversation: "${conv}"}
-${owner}
-spec:
-  restartPolicy: Never
-  terminationGracePeriodSeconds: 5
-  containers:
-  - name: agent
-    image: ${AGENT_IMAGE}
-    imagePullPolicy: Never
-    args: [serve]
-    env:
-    - {name: PARLEY_CONVERSATION, value: "${conv}"}
-    - name: PARLEY_NAMESPACE
-      valueFrom: {fieldRef: {fieldPath: metadata.namespace}}
-EOF
-  if ! kubectl wait --for condition=Ready pod/sample-agent --timeout 120s; then
-    kubectl describe pod sample-agent >&2 || true
-    fail "the sample agent pod is not Ready after 120s (events above; kubelet log: $logs/kubelet.log)"
-  fi
+fi
+if [ "$manager_mode" = process ]; then
+  # config/default installs config/rbac's agent role as parley-conversation-agent-role, the
+  # name the samples' RoleBinding gives; a host-run manager installs nothing, so do it here.
+  sed 's/^  name: conversation-agent-role$/  name: parley-conversation-agent-role/' config/rbac/conversation_agent_role.yaml |
+    kubectl apply -f -
+fi
+kubectl apply -k config/samples
+# Earlier versions of this script ran a pod of their own; agent pods are the controller's now.
+kubectl delete pod sample-agent --ignore-not-found >/dev/null
+
+story=0
+step "The agent sample: converses, crashes once, resumes (Conversation $AGENT_CONV)"
+if [ "$with_node" = 0 ]; then
+  warn "no node: the agent sample's pod cannot run"
+elif [ "$manager_mode" = none ]; then
+  warn "no manager is running: nobody starts the agent sample's pod"
+elif [ "$manager_mode" = in-cluster ]; then
+  # No kube-proxy here: only 10.96.0.1 answers among Service addresses, so agents cannot reach
+  # the in-cluster manager's Session API Service; the host-run manager serves it on the bridge.
+  echo "PARLEY_MANAGER=in-cluster: agent pods cannot reach the Session API Service on this cluster (no kube-proxy);"
+  echo "the agent sample's appends fail, it is restarted and ends Failed. Run without PARLEY_MANAGER for the story."
 else
-  warn "no node: the sample agent pod is skipped"
+  # About 15 s: two pods, the 5 s backoff between them, twelve appends.
+  t=$SECONDS
+  if ! wait_until 180 agent_story_ended; then
+    kubectl describe conversations.parley.dev "$AGENT_CONV" >&2 || true
+    fail "the agent sample did not finish within 180s (now: $(agent_state)); see $logs/manager.log and kubectl get pods"
+  fi
+  [ "$(agent_state)" = "1 Completed" ] ||
+    fail "the agent sample ended as '$(agent_state)' instead of completing after one restart: kubectl describe conversation $AGENT_CONV; to replay it, kubectl delete conversation $AGENT_CONV and run again"
+  echo "completed after 1 restart, $((SECONDS - t))s after the samples were applied"
+  story=1
 fi
 
 step "kubectl get conv,ckpt"
 kubectl get conv,ckpt 2>/dev/null || warn "the Conversation and Checkpoint CRDs are not installed"
 step "kubectl get pods -o wide"
 kubectl get pods -o wide
+if [ "$story" = 1 ]; then
+  step "The agent sample's story (kubectl logs of its two pods)"
+  for pod in "$AGENT_CONV-agent-1" "$AGENT_CONV-agent-2"; do
+    echo "--- $pod"
+    kubectl logs "$pod" 2>/dev/null || echo "(its logs are gone)"
+  done
+  echo
+  kubectl get conversations.parley.dev "$AGENT_CONV" -o go-template='{{.metadata.name}}: {{with .status.agent}}{{.restarts}} restart after {{with .lastFailure}}{{.reason}} (exit code {{.exitCode}}) of {{.podName}} in turn {{.turn}}{{end}}; {{.podName}} resumed from Checkpoint {{.resumedFrom}}{{end}}; {{.status.history.messages}} messages in {{.status.history.turns}} turns
+'
+fi
 
 cat <<EOF
 
@@ -205,8 +237,9 @@ Parley is running on a local cluster$([ "$with_node" = 1 ] || echo " (CONTROL PL
 Explore:
   export KUBECONFIG=$KUBECONFIG
   kubectl get conv,ckpt,pods
-  kubectl describe conv ${conv:-NAME}
-$([ "$with_node" = 1 ] && echo "  kubectl logs sample-agent" || echo "  hack/local-cluster logs   # kubelet.log, containerd.log: why the node failed")
+  kubectl describe conv $AGENT_CONV
+$([ "$with_node" = 1 ] && echo "  kubectl logs $AGENT_CONV-agent-1; kubectl logs $AGENT_CONV-agent-2" || echo "  hack/local-cluster logs   # kubelet.log, containerd.log: why the node failed")
+  kubectl delete conv $AGENT_CONV && make run-local    # replay the agent sample's story
   hack/local-cluster status
 
 Stop everything (cluster, node, manager): make cluster-down
