@@ -125,6 +125,12 @@ bench-scale: envtest ## The scale benchmark: 10,000 Conversations on envtest aga
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" PARLEY_SCALE=1 \
 		$(GO) test ./test/scale -run '^$$' -bench Conversations10k -benchtime 1x -timeout 60m -v
 
+CRASH_BENCH_CRASHES ?= 200
+.PHONY: bench-crash
+bench-crash: envtest ## Agent crash-to-new-pod latency on envtest over CRASH_BENCH_CRASHES crashes (see docs/benchmarks.md).
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" \
+		$(GO) test ./internal/controller/crashbench -run '^$$' -bench CrashToNewPod -benchtime $(CRASH_BENCH_CRASHES)x -v -timeout 30m
+
 ##@ Build
 
 .PHONY: build

@@ -1,0 +1,196 @@
+package crashbench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+	"github.com/parley-dev/parley/internal/compaction"
+	"github.com/parley-dev/parley/internal/controller"
+	"github.com/parley-dev/parley/internal/historystore"
+	"github.com/parley-dev/parley/internal/journal"
+	"github.com/parley-dev/parley/test/support/kubeenv"
+	"github.com/parley-dev/parley/test/support/repopath"
+)
+
+const namespace = "crashbench"
+
+var (
+	scheme = runtime.NewScheme()
+	// harness is the benchmark's own client (the kubelet's writes, the waits): its calls are
+	// not recorded. clientset serves the pod watch.
+	harness   client.Client
+	clientset kubernetes.Interface
+	// harnessStores appends to histories as an agent's Session API calls would.
+	harnessStores *historystore.Stores
+	// calls and reconciles are what the manager did.
+	calls      = &recorder{}
+	reconciles = &reconcileLog{}
+)
+
+// TestMain starts envtest and the manager only when benchmarks run: `go test ./...` without
+// -bench passes through.
+func TestMain(m *testing.M) {
+	if !benchmarking() {
+		os.Exit(m.Run())
+	}
+	stop, err := start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	stop()
+	os.Exit(code)
+}
+
+func benchmarking() bool {
+	for _, arg := range os.Args[1:] {
+		if v, ok := strings.CutPrefix(arg, "-test.bench="); ok && v != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// start runs the control plane and the manager, configured as cmd/manager's defaults
+// configure them (API rates, 16 concurrent reconciles, a separate client for histories).
+func start() (func(), error) {
+	ctrllog.SetLogger(logr.Discard())
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, parleyv1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
+	}
+	root, err := repopath.Root()
+	if err != nil {
+		return nil, err
+	}
+	assets, err := kubeenv.AssetsDir()
+	if err != nil {
+		return nil, err
+	}
+	env := &crenvtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+		BinaryAssetsDirectory: assets,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting envtest from %s: %w", assets, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stop := func() {
+		cancel()
+		_ = env.Stop()
+	}
+	if err := startManager(ctx, cfg); err != nil {
+		stop()
+		return nil, err
+	}
+	hcfg := rest.CopyConfig(cfg)
+	hcfg.QPS, hcfg.Burst = -1, 0
+	if harness, err = client.New(hcfg, client.Options{Scheme: scheme}); err != nil {
+		stop()
+		return nil, err
+	}
+	if clientset, err = kubernetes.NewForConfig(hcfg); err != nil {
+		stop()
+		return nil, err
+	}
+	harnessStores = &historystore.Stores{ConfigMaps: harness, Secrets: harness}
+	for _, obj := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "default"}},
+	} {
+		if err := harness.Create(ctx, obj); err != nil {
+			stop()
+			return nil, err
+		}
+	}
+	return stop, nil
+}
+
+func startManager(ctx context.Context, cfg *rest.Config) error {
+	mcfg := rest.CopyConfig(cfg)
+	mcfg.QPS, mcfg.Burst = 100, 200 // --kube-api-qps, --kube-api-burst defaults
+	mcfg.Wrap(calls.wrap)
+	mgr, err := ctrl.NewManager(mcfg, ctrl.Options{
+		Scheme:  scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache:   cache.Options{ByObject: controller.AgentPodCache()},
+	})
+	if err != nil {
+		return err
+	}
+	hcfg := rest.CopyConfig(mcfg)   // keeps the recording wrapper
+	hcfg.QPS, hcfg.Burst = 200, 400 // --history-api-qps, --history-api-burst defaults
+	cmClient, err := client.New(hcfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	stores := &historystore.Stores{ConfigMaps: cmClient, Secrets: mgr.GetAPIReader()}
+	if err := mgr.Add(stores); err != nil {
+		return err
+	}
+	views := &journal.Views{}
+	if err := controller.SetupIndexes(ctx, mgr); err != nil {
+		return err
+	}
+	compactor := &compaction.Runner{
+		Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Stores: stores, Views: views, Clock: clock.RealClock{},
+	}
+	if err := mgr.Add(compactor); err != nil {
+		return err
+	}
+	if err := (&controller.ConversationReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
+		Recorder: mgr.GetEventRecorder("parley-conversation"), Stores: stores, Views: views, Compactor: compactor,
+		Clock: clock.RealClock{}, MaxConcurrentReconciles: 16,
+		AgentAPIURL: "https://parley-session-api.parley-system.svc:8082",
+		Observe:     func(req ctrl.Request) { reconciles.note(req.Name) },
+	}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&controller.CheckpointReconciler{
+		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("parley-checkpoint"),
+		Stores: stores, Views: views,
+	}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- mgr.Start(ctx) }()
+	synced := make(chan bool, 1)
+	go func() { synced <- mgr.GetCache().WaitForCacheSync(ctx) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("the manager stopped: %w", err)
+	case ok := <-synced:
+		if !ok {
+			return fmt.Errorf("the manager's cache did not sync")
+		}
+	case <-time.After(time.Minute):
+		return fmt.Errorf("the manager's cache did not sync in a minute")
+	}
+	return nil
+}
