@@ -18,7 +18,6 @@ import (
 	"github.com/parley-dev/parley/internal/bundle"
 	"github.com/parley-dev/parley/internal/historystore"
 	"github.com/parley-dev/parley/internal/journal"
-	"github.com/parley-dev/parley/internal/metrics"
 )
 
 // AnnotationStoppedBy marks a pod Parley itself deletes (suspend, expiry, replacement), so a
@@ -249,12 +248,12 @@ func (r *ConversationReconciler) startAgentPod(ctx context.Context, s *conversat
 	if cause == startRestart {
 		st.Restarts++
 		if st.LastFailure != nil && st.LastFailure.Time != nil {
-			metrics.CrashToStart.Observe(s.now.Sub(st.LastFailure.Time.Time).Seconds())
+			s.restartedAfter = st.LastFailure.Time.Time
 		}
 	}
 	previous := st.PodName
 	st.Attempt, st.PodName, st.NextStartAt, st.ResumedFrom = attempt, pod.Name, nil, checkpoint
-	metrics.AgentPodsStarted.WithLabelValues(string(cause)).Inc()
+	s.agentStarted = cause
 	s.setCondition(parleyv1alpha1.ConditionAgentRunning, metav1.ConditionFalse, parleyv1alpha1.ReasonPodPending,
 		fmt.Sprintf("agent pod %s created (attempt %d); waiting for it to run", pod.Name, attempt))
 	switch cause {

@@ -132,6 +132,12 @@ func (r *ConversationReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if s.agentFailed != "" {
 		metrics.AgentsFailed.WithLabelValues(s.agentFailed).Inc()
 	}
+	if s.agentStarted != "" {
+		metrics.AgentPodsStarted.WithLabelValues(string(s.agentStarted)).Inc()
+	}
+	if !s.restartedAfter.IsZero() {
+		metrics.CrashToStart.Observe(s.now.Sub(s.restartedAfter).Seconds())
+	}
 
 	if s.retryErr != nil {
 		return ctrl.Result{}, s.retryErr

@@ -32,6 +32,12 @@ type conversationScope struct {
 	// agentCrashed and agentFailed name a crash recorded and an agent given up on this
 	// reconcile (counted in metrics once status is written).
 	agentCrashed, agentFailed string
+	// agentStarted is the cause of an agent pod created this reconcile, and restartedAfter the
+	// time of the crash it replaces: counted once status is written too, so a reconcile that
+	// read a stale Conversation, repeated the start (AlreadyExists) and lost the status write
+	// counts nothing.
+	agentStarted   agentStart
+	restartedAfter time.Time
 
 	events  []pendingEvent
 	requeue time.Duration

@@ -230,7 +230,8 @@ func report(b *testing.B, samples []sample, metricBefore *dto.Histogram) {
 		count := after.GetSampleCount() - metricBefore.GetSampleCount()
 		if count > 0 {
 			mean := (after.GetSampleSum() - metricBefore.GetSampleSum()) / float64(count)
-			fmt.Fprintf(&out, "parley_agent_crash_to_start_seconds: %d observations, mean %.1f ms (from the second-precision finishedAt)\n", count, mean*1000)
+			fmt.Fprintf(&out, "parley_agent_crash_to_start_seconds: %d observations for %d crashes, mean %.1f ms (from the kubelet's finishedAt, which has whole seconds)\n",
+				count, len(samples), mean*1000)
 		}
 	}
 	timeline(&out, "the last crash", samples[len(samples)-1])
