@@ -31,7 +31,8 @@ const agentRole = "conversation-agent-role"
 // agentRecoverySpecs are the agent pod's crashes on the real node: the controller runs the
 // test agent's `converse` (test/agent/converse.go), which appends turns through the Session API
 // of the suite's manager and fails at a turn in its first pod. They run in the manager's
-// Ordered container and share its process; one of them restarts it.
+// Ordered container and share its process; one of them restarts it. They carry the label
+// agent-pods: go test -tags e2e ./test/e2e/ -ginkgo.label-filter=agent-pods runs them alone.
 func agentRecoverySpecs(dynamicClient func() dynamic.Interface, manager func() *managerProcess) {
 	convs := func(ns string) dynamic.ResourceInterface {
 		return dynamicClient().Resource(conversations).Namespace(ns)
@@ -59,7 +60,7 @@ func agentRecoverySpecs(dynamicClient func() dynamic.Interface, manager func() *
 		return got
 	}
 
-	It("restarts an agent that exits 1 mid-conversation in a new pod with PARLEY_RESUME=true and its bundle, and the agent continues the same sequence", func(ctx SpecContext) {
+	It("restarts an agent that exits 1 mid-conversation in a new pod with PARLEY_RESUME=true and its bundle, and the agent continues the same sequence", Label("agent-pods"), func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		grantAgentRole(ctx, ns)
 
@@ -87,7 +88,7 @@ func agentRecoverySpecs(dynamicClient func() dynamic.Interface, manager func() *
 		Expect(appendedSeq(second, "a4")).To(Equal(u3 + 3))
 	})
 
-	It("records an agent the kernel kills at its memory limit as OOMKilled and resumes it", func(ctx SpecContext) {
+	It("records an agent the kernel kills at its memory limit as OOMKilled and resumes it", Label("agent-pods"), func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		grantAgentRole(ctx, ns)
 
@@ -112,7 +113,7 @@ func agentRecoverySpecs(dynamicClient func() dynamic.Interface, manager func() *
 		Expect(historyMessages(got)).To(Equal(int64(6)))
 	})
 
-	It("records an agent pod deleted while it runs as Deleted and resumes it", func(ctx SpecContext) {
+	It("records an agent pod deleted while it runs as Deleted and resumes it", Label("agent-pods"), func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		grantAgentRole(ctx, ns)
 
@@ -137,7 +138,7 @@ func agentRecoverySpecs(dynamicClient func() dynamic.Interface, manager func() *
 		Expect(historyMessages(got)).To(Equal(int64(6)))
 	})
 
-	It("keeps an agent that exited 0 Completed when its finished pod is deleted afterwards", func(ctx SpecContext) {
+	It("keeps an agent that exited 0 Completed when its finished pod is deleted afterwards", Label("agent-pods"), func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		grantAgentRole(ctx, ns)
 
@@ -165,7 +166,7 @@ func agentRecoverySpecs(dynamicClient func() dynamic.Interface, manager func() *
 			func() string { return describeAgent(ctx, ns, "finished", got) })
 	})
 
-	It("completes a recovery exactly once when the manager is killed while the restart waits out its backoff", func(ctx SpecContext) {
+	It("completes a recovery exactly once when the manager is killed while the restart waits out its backoff", Label("agent-pods"), func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		grantAgentRole(ctx, ns)
 
@@ -229,7 +230,7 @@ func agentRecoverySpecs(dynamicClient func() dynamic.Interface, manager func() *
 		}).WithContext(ctx).WithTimeout(5 * time.Second).WithPolling(time.Second).Should(Succeed())
 	})
 
-	It("reports an agent image that cannot be pulled as ImagePullFailed without spending a restart, and replaces the pod when the template is fixed", func(ctx SpecContext) {
+	It("reports an agent image that cannot be pulled as ImagePullFailed without spending a restart, and replaces the pod when the template is fixed", Label("agent-pods"), func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		grantAgentRole(ctx, ns)
 
