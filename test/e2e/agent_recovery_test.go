@@ -230,6 +230,45 @@ func agentRecoverySpecs(dynamicClient func() dynamic.Interface, manager func() *
 		}).WithContext(ctx).WithTimeout(5 * time.Second).WithPolling(time.Second).Should(Succeed())
 	})
 
+	It("expires a session on time after a manager restart: the new manager rebuilds the expiry timer from status (no periodic scan)", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		// 45 s outlasts the new manager's wait for the dead one's lease (15 s): the session must
+		// expire under the new process, from a timer it can only have rebuilt from status.
+		create(ctx, ns, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "parley.dev/v1alpha1", "kind": "Conversation",
+			"metadata": map[string]any{"name": "timer"},
+			"spec": map[string]any{
+				"history":  map[string]any{"configMap": map[string]any{}},
+				"lifetime": map[string]any{"ttl": "45s"},
+			},
+		}})
+		var expiresAt time.Time
+		Eventually(func(g Gomega) {
+			u := get(ctx, ns, "timer")
+			at, _, _ := unstructured.NestedString(u.Object, "status", "expiresAt")
+			t, err := time.Parse(time.RFC3339, at)
+			g.Expect(err).NotTo(HaveOccurred())
+			expiresAt = t
+		}).WithContext(ctx).WithTimeout(podTimeout).WithPolling(poll).Should(Succeed())
+
+		By("killing the manager (SIGKILL) and starting a new process long before expiresAt")
+		manager().kill()
+		Expect(time.Now()).To(BeTemporally("<", expiresAt.Add(-20*time.Second)), "the machine was too slow for this spec's margin")
+		manager().start()
+
+		By("the session expires at expiresAt, under the new manager")
+		var expiredAt time.Time
+		Eventually(func(g Gomega) {
+			u := get(ctx, ns, "timer")
+			phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+			g.Expect(phase).To(Equal("Expired"))
+			expiredAt = time.Now()
+		}).WithContext(ctx).WithTimeout(time.Until(expiresAt)+30*time.Second).WithPolling(poll).Should(Succeed(),
+			"the new manager did not expire the session: was the timer rebuilt from status.expiresAt?")
+		Expect(expiredAt).To(BeTemporally(">=", expiresAt), "never expired early")
+		GinkgoWriter.Printf("expired %v after expiresAt under the restarted manager\n", expiredAt.Sub(expiresAt))
+	})
+
 	It("reports an agent image that cannot be pulled as ImagePullFailed without spending a restart, and replaces the pod when the template is fixed", Label("agent-pods"), func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		grantAgentRole(ctx, ns)
