@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"regexp"
 	"strconv"
 	"time"
@@ -267,6 +268,55 @@ func agentRecoverySpecs(dynamicClient func() dynamic.Interface, manager func() *
 			"the new manager did not expire the session: was the timer rebuilt from status.expiresAt?")
 		Expect(expiredAt).To(BeTemporally(">=", expiresAt), "never expired early")
 		GinkgoWriter.Printf("expired %v after expiresAt under the restarted manager\n", expiredAt.Sub(expiresAt))
+	})
+
+	It("fails over to a standby replica when the leader is killed: the standby reconciles new Conversations and keeps the old ones' expiry timers", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		leader := manager()
+		By("a second manager process, standing by for the lease")
+		probe, err := net.Listen("tcp", bridgeAddress+":0")
+		Expect(err).NotTo(HaveOccurred())
+		standby := &managerProcess{bin: leader.bin, kubeconfig: leader.kubeconfig, logPath: leader.logPath + ".standby", apiAddr: probe.Addr().String()}
+		Expect(probe.Close()).To(Succeed())
+		standby.start()
+		DeferCleanup(func() {
+			// Hand the lease back: the standby releases it on SIGTERM, the first process takes it.
+			standby.stop()
+			if leader.cmd == nil {
+				leader.start()
+			}
+		})
+
+		conversation := func(name, ttl string) *unstructured.Unstructured {
+			return &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "parley.dev/v1alpha1", "kind": "Conversation",
+				"metadata": map[string]any{"name": name},
+				"spec": map[string]any{
+					"history":  map[string]any{"configMap": map[string]any{}},
+					"lifetime": map[string]any{"ttl": ttl},
+				},
+			}}
+		}
+		phase := func(name string) func() string {
+			return func() string {
+				p, _, _ := unstructured.NestedString(get(ctx, ns, name).Object, "status", "phase")
+				return p
+			}
+		}
+		create(ctx, ns, conversation("before", "50s"))
+		Eventually(phase("before")).WithContext(ctx).WithTimeout(podTimeout).WithPolling(poll).Should(Equal("Active"))
+		at, _, _ := unstructured.NestedString(get(ctx, ns, "before").Object, "status", "expiresAt")
+		expiresAt, err := time.Parse(time.RFC3339, at)
+		Expect(err).NotTo(HaveOccurred())
+
+		By("killing the leader (SIGKILL: the lease is not released)")
+		leader.kill()
+		create(ctx, ns, conversation("after", "1h"))
+		Eventually(phase("after")).WithContext(ctx).WithTimeout(podTimeout).WithPolling(poll).Should(Equal("Active"),
+			"the standby did not take over: see e2e-manager.log.standby")
+		Eventually(phase("before")).WithContext(ctx).WithTimeout(time.Until(expiresAt)+30*time.Second).WithPolling(poll).Should(Equal("Expired"),
+			"the standby did not expire the session the dead leader had timed")
+		Expect(time.Now()).To(BeTemporally(">=", expiresAt))
 	})
 
 	It("reports an agent image that cannot be pulled as ImagePullFailed without spending a restart, and replaces the pod when the template is fixed", Label("agent-pods"), func(ctx SpecContext) {
