@@ -190,9 +190,10 @@ func delta(before, after metricSet, name string, match ...string) float64 {
 }
 
 // apiRequests lists the API server's requests between two scrapes by verb, resource,
-// subresource and code, largest first, with the mean server-side latency of that verb and
-// resource (apiserver_request_duration_seconds, which does not split by code).
-func apiRequests(before, after metricSet) []string {
+// subresource and code, largest first, with the count per Conversation (of convs) and the mean
+// server-side latency of that verb and resource (apiserver_request_duration_seconds, which
+// does not split by code).
+func apiRequests(before, after metricSet, convs int) []string {
 	type key struct{ verb, resource, sub, code string }
 	counts := map[key]float64{}
 	type lkey struct{ verb, resource, sub string }
@@ -226,7 +227,7 @@ func apiRequests(before, after metricSet) []string {
 		if k.sub != "" {
 			res += "/" + k.sub
 		}
-		line := fmt.Sprintf("%-6s %-22s %s %7.0f", k.verb, res, k.code, counts[k])
+		line := fmt.Sprintf("%-6s %-22s %s %7.0f (%5.2f per Conversation)", k.verb, res, k.code, counts[k], counts[k]/float64(convs))
 		if l := (lkey{k.verb, k.resource, k.sub}); n[l] >= 1 && k.verb != "WATCH" {
 			line += fmt.Sprintf("  mean %.1f ms", 1000*secs[l]/n[l])
 		}

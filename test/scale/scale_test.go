@@ -526,16 +526,17 @@ func (bn *bench) reportA(idle, a snapshot, t0, tCreated, tA time.Time, createdAt
 	b.Logf("    reconciles: %.0f (%.2f per Conversation; %s), %.0f/s over the %.1f s; mean reconcile %.1f ms, mean queue wait %.1f ms",
 		rec, rec/float64(s.n), strings.Join(byResult, ", "), rec/elapsed.Seconds(), elapsed.Seconds(),
 		1000*recSecs/math.Max(recCount, 1), 1000*qSecs/math.Max(qCount, 1))
-	b.Logf("    histories created: %.0f; store errors: %.0f; manager client requests %.0f (%s)",
+	reqs := delta(idle.mgr, a.mgr, "rest_client_requests_total")
+	b.Logf("    histories created: %.0f; store errors: %.0f; manager client requests %.0f, %.1f per Conversation (%s)",
 		delta(idle.mgr, a.mgr, "parley_histories_created_total"), delta(idle.mgr, a.mgr, "parley_history_store_errors_total"),
-		delta(idle.mgr, a.mgr, "rest_client_requests_total"), clientCodes(idle.mgr, a.mgr))
+		reqs, reqs/float64(s.n), clientCodes(idle.mgr, a.mgr))
 	hwm := max(a.mem.hwm, bn.maxRSS.Load())
 	b.Logf("    manager RSS: peak (VmHWM) %.1f MiB, now %.1f MiB, idle %.1f MiB; Go heap in use %.1f MiB; %d scrapes of /metrics meanwhile",
 		float64(hwm)/mib, float64(a.mem.rss)/mib, float64(idle.mem.rss)/mib,
 		a.mgr.sum("go_memstats_heap_inuse_bytes")/mib, a.mgrScrapes-idle.mgrScrapes)
 	b.Logf("    CPU, cores in use on average over the phase: %s; load average %s", cpuReport(idle, a), a.load)
 	b.Logf("    API server requests during the phase (verb, resource, code, count):\n      %s",
-		strings.Join(head(apiRequests(idle.api, a.api), 14), "\n      "))
+		strings.Join(head(apiRequests(idle.api, a.api, s.n), 14), "\n      "))
 	if expiredEarly > 0 {
 		b.Logf("    NOTE: %d Conversations had already expired when the last became available: the phases overlapped", expiredEarly)
 	}
@@ -614,7 +615,7 @@ func (bn *bench) reportB(ctx context.Context, a, end snapshot, tr *tracker) {
 	b.Logf("    histogram buckets (cumulative): %s", strings.Join(cum, " "))
 	b.Logf("    CPU during the expiry phase: %s", cpuReport(a, end))
 	b.Logf("    manager RSS at end: peak (VmHWM) %.1f MiB, now %.1f MiB", float64(max(end.mem.hwm, bn.maxRSS.Load()))/mib, float64(end.mem.rss)/mib)
-	b.Logf("    API server requests during the expiry phase:\n      %s", strings.Join(head(apiRequests(a.api, end.api), 10), "\n      "))
+	b.Logf("    API server requests during the expiry phase:\n      %s", strings.Join(head(apiRequests(a.api, end.api, bn.s.n), 10), "\n      "))
 	bar := "HOLDS"
 	if c99 >= time.Second || h99b > 1 {
 		bar = "FAILS"
