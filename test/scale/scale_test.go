@@ -495,10 +495,28 @@ func cpuReport(a, b snapshot) string {
 	return strings.Join(parts, ", ")
 }
 
+// reconcileSummary describes the Conversation controller's reconciles between two snapshots:
+// how many, by result, per second over secs, and the mean reconcile time and queue wait.
+func reconcileSummary(before, after snapshot, n int, secs float64) string {
+	const name = "controller_runtime_reconcile_total"
+	rec := delta(before.mgr, after.mgr, name, "controller", "conversation")
+	results := []string{"success", "error", "requeue", "requeue_after"}
+	byResult := make([]string, 0, len(results))
+	for _, r := range results {
+		byResult = append(byResult, fmt.Sprintf("%s %.0f", r, delta(before.mgr, after.mgr, name, "controller", "conversation", "result", r)))
+	}
+	recSecs := delta(before.mgr, after.mgr, "controller_runtime_reconcile_time_seconds_sum", "controller", "conversation")
+	recCount := delta(before.mgr, after.mgr, "controller_runtime_reconcile_time_seconds_count", "controller", "conversation")
+	qSecs := delta(before.mgr, after.mgr, "workqueue_queue_duration_seconds_sum", "name", "conversation")
+	qCount := delta(before.mgr, after.mgr, "workqueue_queue_duration_seconds_count", "name", "conversation")
+	return fmt.Sprintf("%.0f (%.2f per Conversation; %s), %.0f/s over the %.1f s; mean reconcile %.1f ms, mean queue wait %.1f ms",
+		rec, rec/float64(n), strings.Join(byResult, ", "), rec/secs, secs,
+		1000*recSecs/math.Max(recCount, 1), 1000*qSecs/math.Max(qCount, 1))
+}
+
 func (bn *bench) reportA(idle, a snapshot, t0, tCreated, tA time.Time, createdAt []time.Time, tr *tracker, expiredEarly int) {
 	b, s := bn.b, bn.s
 	elapsed := tA.Sub(t0)
-	rec := delta(idle.mgr, a.mgr, "controller_runtime_reconcile_total", "controller", "conversation")
 	b.Logf("(a) all %d HistoryAvailable=True %.1f s after the first create (%.1f s after the last create returned)",
 		s.n, elapsed.Seconds(), tA.Sub(tCreated).Seconds())
 
@@ -513,19 +531,7 @@ func (bn *bench) reportA(idle, a snapshot, t0, tCreated, tA time.Time, createdAt
 	p50, p99, pmax := percentiles(lat)
 	b.Logf("    create returned → available seen by the harness: p50 %s, p99 %s, max %s", p50, p99, pmax)
 
-	results := []string{"success", "error", "requeue", "requeue_after"}
-	byResult := make([]string, 0, len(results))
-	for _, r := range results {
-		byResult = append(byResult, fmt.Sprintf("%s %.0f", r,
-			delta(idle.mgr, a.mgr, "controller_runtime_reconcile_total", "controller", "conversation", "result", r)))
-	}
-	recSecs := delta(idle.mgr, a.mgr, "controller_runtime_reconcile_time_seconds_sum", "controller", "conversation")
-	recCount := delta(idle.mgr, a.mgr, "controller_runtime_reconcile_time_seconds_count", "controller", "conversation")
-	qSecs := delta(idle.mgr, a.mgr, "workqueue_queue_duration_seconds_sum", "name", "conversation")
-	qCount := delta(idle.mgr, a.mgr, "workqueue_queue_duration_seconds_count", "name", "conversation")
-	b.Logf("    reconciles: %.0f (%.2f per Conversation; %s), %.0f/s over the %.1f s; mean reconcile %.1f ms, mean queue wait %.1f ms",
-		rec, rec/float64(s.n), strings.Join(byResult, ", "), rec/elapsed.Seconds(), elapsed.Seconds(),
-		1000*recSecs/math.Max(recCount, 1), 1000*qSecs/math.Max(qCount, 1))
+	b.Logf("    reconciles: %s", reconcileSummary(idle, a, s.n, elapsed.Seconds()))
 	reqs := delta(idle.mgr, a.mgr, "rest_client_requests_total")
 	b.Logf("    histories created: %.0f; store errors: %.0f; manager client requests %.0f, %.1f per Conversation (%s)",
 		delta(idle.mgr, a.mgr, "parley_histories_created_total"), delta(idle.mgr, a.mgr, "parley_history_store_errors_total"),
@@ -548,7 +554,7 @@ func (bn *bench) reportA(idle, a snapshot, t0, tCreated, tA time.Time, createdAt
 	b.ReportMetric(tCreated.Sub(t0).Seconds(), "create-s")
 	b.ReportMetric(elapsed.Seconds(), "all-available-s")
 	b.ReportMetric(float64(hwm)/mib, "peak-RSS-MiB")
-	b.ReportMetric(rec/elapsed.Seconds(), "reconciles/s")
+	b.ReportMetric(delta(idle.mgr, a.mgr, "controller_runtime_reconcile_total", "controller", "conversation")/elapsed.Seconds(), "reconciles/s")
 }
 
 func (bn *bench) reportB(ctx context.Context, a, end snapshot, tr *tracker) {
@@ -613,8 +619,15 @@ func (bn *bench) reportB(ctx context.Context, a, end snapshot, tr *tracker) {
 		cum = append(cum, fmt.Sprintf("≤%g:%.0f", bk.le, bk.count))
 	}
 	b.Logf("    histogram buckets (cumulative): %s", strings.Join(cum, " "))
+	b.Logf("    reconciles during the expiry phase: %s", reconcileSummary(a, end, len(convs), end.at.Sub(a.at).Seconds()))
 	b.Logf("    CPU during the expiry phase: %s", cpuReport(a, end))
-	b.Logf("    manager RSS at end: peak (VmHWM) %.1f MiB, now %.1f MiB", float64(max(end.mem.hwm, bn.maxRSS.Load()))/mib, float64(end.mem.rss)/mib)
+	hwm := max(end.mem.hwm, bn.maxRSS.Load())
+	rssBar := "HOLDS"
+	if hwm > 400*mib {
+		rssBar = "FAILS"
+	}
+	b.Logf("    manager RSS at end: peak over the whole run (VmHWM) %.1f MiB (≤ 400 MiB: %s), now %.1f MiB; Go heap in use %.1f MiB",
+		float64(hwm)/mib, rssBar, float64(end.mem.rss)/mib, end.mgr.sum("go_memstats_heap_inuse_bytes")/mib)
 	b.Logf("    API server requests during the expiry phase:\n      %s", strings.Join(head(apiRequests(a.api, end.api, bn.s.n), 10), "\n      "))
 	bar := "HOLDS"
 	if c99 >= time.Second || h99b > 1 {
