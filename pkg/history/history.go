@@ -49,6 +49,29 @@ type OpenOptions struct {
 	ProbablyNew bool
 }
 
+// AppendOptions control History.AppendWith.
+type AppendOptions struct {
+	// Same, when set, is asked inside the commit about every record whose id the epoch
+	// already holds (or an earlier record of the same commit holds): stored is the entry
+	// under that id. When it returns an error, the Append fails with that error and none of
+	// its records is stored. It is decided with the commit, so no other writer can store the
+	// id in between; it may be called more than once (each commit attempt asks again) and
+	// must not block.
+	Same func(stored Entry, rec Record) error
+}
+
+// Appended is what an append committed.
+type Appended struct {
+	// Epoch is the epoch the records are in.
+	Epoch uint64
+	// Sequences are the records' sequence numbers, in the order given.
+	Sequences []uint64
+	// Head is the epoch's head as the commit that stored the records left it (as the writer
+	// last saw it when every record was already stored): a caller that folds what it appended
+	// needs no Head call to learn where the history stands. Other writers may have moved it since.
+	Head Head
+}
+
 // ReadOptions select a page of entries.
 type ReadOptions struct {
 	// Epoch to read; 0 means the current epoch.
@@ -63,6 +86,9 @@ type ReadOptions struct {
 type Page struct {
 	Epoch   uint64
 	Entries []Entry
+	// Head is the current epoch's head in the index the page was read from: a reader that
+	// follows the history learns where it stands from the same read as the entries.
+	Head Head
 	// Next is the sequence to pass as From for the next page; 0 when the page
 	// reached the end of the epoch as it was when the page was read.
 	Next uint64
@@ -129,6 +155,8 @@ type History interface {
 	// records are durable. When ctx ends first the records may or may not be
 	// stored; retry with the same ids.
 	Append(ctx context.Context, records []Record) ([]uint64, error)
+	// AppendWith is Append with options, answering the epoch the records landed in too.
+	AppendWith(ctx context.Context, records []Record, opts AppendOptions) (Appended, error)
 	// Read returns a page of entries in sequence order.
 	Read(ctx context.Context, opts ReadOptions) (Page, error)
 	// Head reads the current epoch's head from the backend.

@@ -79,7 +79,7 @@ func kubeClient(b *testing.B) client.Client {
 }
 
 func newConfigMapStore(b *testing.B) history.Store {
-	s, err := configmap.New(configmap.Config{Client: kubeClient(b), Namespace: "default", MaxBytes: 1 << 40})
+	s, err := configmap.New(configmap.Config{Client: kubeClient(b), Namespace: "default", MaxBytes: 1 << 40, MaxOpenBytes: *openBytesFlag})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -87,7 +87,9 @@ func newConfigMapStore(b *testing.B) history.Store {
 }
 
 func newS3Store(b *testing.B) history.Store {
-	s, err := s3.New(s3Config())
+	cfg := s3Config()
+	cfg.MaxOpenBytes = *openBytesFlag
+	s, err := s3.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -24,6 +24,10 @@ const (
 	DefaultMaxBytes  = 8 << 20
 	DefaultSealBytes = 256 << 10
 	maxObjectBytes   = 900 << 10
+	// DefaultMaxOpenBytes bounds the entries the index ConfigMap carries itself. Every
+	// append rewrites the index, and etcd keeps each revision until its compaction, so the
+	// bound is smaller than on S3: about 16 KiB are rewritten per append on average.
+	DefaultMaxOpenBytes = 32 << 10
 )
 
 // tooLargeHint ends every ErrTooLarge of this backend.
@@ -46,6 +50,9 @@ type Config struct {
 	// segment; 0 means DefaultSealBytes and 32.
 	SealBytes      int64
 	MaxTailObjects int
+	// MaxOpenBytes bounds the encoded entries the index carries itself, so that an append
+	// costs one request; 0 means DefaultMaxOpenBytes.
+	MaxOpenBytes int
 	// CompressSegments gzips sealed segments (smaller, no longer readable
 	// as text in place).
 	CompressSegments bool
@@ -64,10 +71,17 @@ func New(cfg Config) (history.Store, error) {
 	if cfg.SealBytes == 0 {
 		cfg.SealBytes = DefaultSealBytes
 	}
+	if cfg.MaxOpenBytes == 0 {
+		cfg.MaxOpenBytes = DefaultMaxOpenBytes
+	}
+	if cfg.MaxOpenBytes > maxObjectBytes/2 {
+		return nil, errors.New("configmap history: MaxOpenBytes must stay below half of a ConfigMap (450 KiB)")
+	}
 	return engine.New(&backend{client: cfg.Client, namespace: cfg.Namespace}, engine.Options{
 		MaxObjectBytes:   maxObjectBytes,
 		SealBytes:        cfg.SealBytes,
 		MaxTailObjects:   cfg.MaxTailObjects,
+		MaxOpenBytes:     cfg.MaxOpenBytes,
 		MaxHistoryBytes:  cfg.MaxBytes,
 		TooLargeHint:     tooLargeHint,
 		Linger:           cfg.Linger,

@@ -101,10 +101,15 @@ func TestLabelsAndOwner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range 40 {
+	for i := range 72 { // past a seal (twice 32 entries in the index)
 		if _, err := h.Append(ctx, []history.Record{{ID: fmt.Sprint(i), Data: []byte(`{"n":1}`)}}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// Too big for the index: written as a tail object.
+	big := []history.Record{{ID: "big", Data: []byte(`"` + strings.Repeat("x", configmap.DefaultMaxOpenBytes) + `"`)}}
+	if _, err := h.Append(ctx, big); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := h.PutCheckpoint(ctx, []byte{0xff, 0x00}); err != nil {
 		t.Fatal(err)

@@ -27,6 +27,7 @@ const (
 	envCount      = "PARLEY_HISTORYTEST_COUNT"
 	envWorkers    = "PARLEY_HISTORYTEST_WORKERS"
 	envCrashAfter = "PARLEY_HISTORYTEST_CRASH_AFTER"
+	envBigAt      = "PARLEY_HISTORYTEST_BIG_AT"
 )
 
 // RunChildIfRequested runs the writer role and exits when the process is a
@@ -46,13 +47,18 @@ func RunChildIfRequested(open func() (history.Store, error)) {
 
 // runChild appends COUNT records with ids PREFIX-<n> from WORKERS goroutines
 // and prints "ack <id> <seq>" for every acknowledged record. With
-// CRASH_AFTER=k it kills itself with SIGKILL in its k-th commit, after the
-// tail object is durable and before the index moves.
+// CRASH_AFTER=k it kills itself with SIGKILL in its k-th commit, after what
+// the commit writes before the index (tail objects, a seal) is durable and
+// before the index moves. Record BIG_AT (when set) is a big one (bigID).
 func runChild(open func() (history.Store, error)) error {
 	count, _ := strconv.Atoi(os.Getenv(envCount))
 	workers, _ := strconv.Atoi(os.Getenv(envWorkers))
 	workers = max(workers, 1)
 	prefix := os.Getenv(envPrefix)
+	bigAt := -1
+	if v := os.Getenv(envBigAt); v != "" {
+		bigAt, _ = strconv.Atoi(v)
+	}
 	if k, _ := strconv.Atoi(os.Getenv(envCrashAfter)); k > 0 {
 		var mu sync.Mutex
 		hits := 0
@@ -86,6 +92,9 @@ func runChild(open func() (history.Store, error)) error {
 		wg.Go(func() {
 			for i := w; i < count; i += workers {
 				id := fmt.Sprintf("%s-%d", prefix, i)
+				if i == bigAt {
+					id = bigID(id)
+				}
 				seqs, err := h.Append(ctx, []history.Record{{ID: id, Data: payload(id)}})
 				if err != nil {
 					errs <- fmt.Errorf("append %s: %w", id, err)
@@ -105,8 +114,21 @@ func runChild(open func() (history.Store, error)) error {
 
 // payload is a record's data derived from its id, so a reader can check it.
 func payload(id string) []byte {
-	return fmt.Appendf(nil, `{"id":%q,"text":"%s"}`, id, strings.Repeat("x", 64))
+	n := 64
+	if strings.HasSuffix(id, bigSuffix) {
+		n = bigBytes
+	}
+	return fmt.Appendf(nil, `{"id":%q,"text":"%s"}`, id, strings.Repeat("x", n))
 }
+
+// A big record (300 KiB) is more than the index carries itself on any backend, so its
+// commit writes a tail object before moving the index; it still fits a ConfigMap.
+const (
+	bigSuffix = ".big"
+	bigBytes  = 300 << 10
+)
+
+func bigID(id string) string { return id + bigSuffix }
 
 // child is a running writer process.
 type child struct {
@@ -115,7 +137,7 @@ type child struct {
 	stderr bytes.Buffer
 }
 
-func startChild(t *testing.T, h Harness, name, prefix string, count, workers, crashAfter int) *child {
+func startChild(t *testing.T, h Harness, name, prefix string, count, workers, crashAfter int, extraEnv ...string) *child {
 	t.Helper()
 	c := &child{cmd: exec.Command(os.Args[0], "-test.run=^$")}
 	c.cmd.Env = append(os.Environ(), h.ChildEnv...)
@@ -123,6 +145,7 @@ func startChild(t *testing.T, h Harness, name, prefix string, count, workers, cr
 		envChild+"=append", envName+"="+name, envPrefix+"="+prefix,
 		envCount+"="+strconv.Itoa(count), envWorkers+"="+strconv.Itoa(workers),
 		envCrashAfter+"="+strconv.Itoa(crashAfter))
+	c.cmd.Env = append(c.cmd.Env, extraEnv...)
 	c.cmd.Stdout, c.cmd.Stderr = &c.stdout, &c.stderr
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := c.cmd.Start(); err != nil {

@@ -3,6 +3,7 @@ package historytest
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -85,6 +86,10 @@ func testConcurrentProcesses(t *testing.T, hn Harness) {
 // testKillAndReopen: a writer dies by SIGKILL after writing a tail object
 // and before moving the index. Nothing it acknowledged is lost or doubled,
 // the orphan is ignored by readers and writers and removed by Retain.
+//
+// The record in flight is a big one: small appends go into the index itself
+// and write nothing before it; a big one is written as a tail object first
+// (together with the entries the index carried), which the crash orphans.
 func testKillAndReopen(t *testing.T, hn Harness) {
 	if hn.ChildEnv == nil {
 		t.Skip("this backend lives inside one process; the real backends run this test")
@@ -92,8 +97,8 @@ func testKillAndReopen(t *testing.T, hn Harness) {
 	name := conversationName(t)
 	s := newStore(t, hn)
 	h := open(t, s, name)
-	const crashAt = 41 // past a seal (32 tail objects), so sealed and tail data both exist
-	c := startChild(t, hn, name, "k", 100, 1, crashAt)
+	const crashAt = 41 // past a seal (32 pieces), so sealed and unsealed data both exist
+	c := startChild(t, hn, name, "k", 100, 1, crashAt, envBigAt+"="+strconv.Itoa(crashAt-1))
 	acks := c.wait(t, true)
 	if len(acks) != crashAt-1 {
 		t.Fatalf("child acknowledged %d records before dying, want %d", len(acks), crashAt-1)
@@ -111,7 +116,8 @@ func testKillAndReopen(t *testing.T, hn Harness) {
 	checkLog(t, entries, acks)
 	// The record in flight when the child died was never acknowledged; a
 	// client would retry it, and it must be stored once.
-	inFlight := records("k", crashAt-1, 1)
+	inFlightID := bigID(fmt.Sprintf("k-%d", crashAt-1))
+	inFlight := []history.Record{{ID: inFlightID, Data: payload(inFlightID)}}
 	seq := mustAppend(t, h, inFlight)[0]
 	if seq != uint64(crashAt) {
 		t.Fatalf("retried record got sequence %d, want %d", seq, crashAt)

@@ -137,3 +137,47 @@ func testEpochSwapConcurrent(t *testing.T, hn Harness) {
 		}
 	}
 }
+
+// testEpochSwapWithNothingUnsealed: a new epoch of an epoch that has nothing left to seal: a
+// history that holds nothing yet (a reset or an expiry of an empty conversation), an empty
+// epoch just made, an epoch no append reached since its own swap wrote it sealed. Each swap
+// lands, and another process reads every epoch whole.
+func testEpochSwapWithNothingUnsealed(t *testing.T, hn Harness) {
+	ctx := context.Background()
+	name := conversationName(t)
+	h := open(t, newStore(t, hn), name)
+	swaps := []struct {
+		what string
+		req  history.EpochRequest
+		want []string // the ids of the epoch it makes
+	}{
+		{"of an empty history", history.EpochRequest{Epoch: 1}, nil},
+		{"of the empty epoch just made", history.EpochRequest{Epoch: 2, Records: records("s", 0, 1)}, []string{"s-0"}},
+		{"of an epoch its swap sealed", history.EpochRequest{Epoch: 3, Through: 1, Records: records("s", 1, 1)}, []string{"s-1"}},
+	}
+	for _, s := range swaps {
+		head, err := h.NewEpoch(ctx, s.req)
+		if err != nil {
+			t.Fatalf("new epoch %s: %v", s.what, err)
+		}
+		if head.Epoch != s.req.Epoch+1 || head.Sequence != uint64(len(s.want)) {
+			t.Fatalf("new epoch %s: head %+v, want epoch %d with %d entries", s.what, head, s.req.Epoch+1, len(s.want))
+		}
+	}
+	other := open(t, newStore(t, hn), name)
+	for _, s := range swaps {
+		entries := readAll(t, other, s.req.Epoch+1)
+		checkLog(t, entries, nil)
+		if len(entries) != len(s.want) {
+			t.Fatalf("the epoch made %s holds %d entries, want %v", s.what, len(entries), s.want)
+		}
+		for i, e := range entries {
+			if e.ID != s.want[i] {
+				t.Fatalf("the epoch made %s holds %s at %d, want %s", s.what, e.ID, e.Seq, s.want[i])
+			}
+		}
+	}
+	if seqs := mustAppend(t, other, records("m", 0, 1)); seqs[0] != 2 {
+		t.Fatalf("append after the swaps got sequence %d, want 2", seqs[0])
+	}
+}

@@ -38,7 +38,7 @@ func rawKeys(t *testing.T, s history.Store, name string) []string {
 	return keys
 }
 
-// tailObjectsBeyond lists tail objects that start past the committed head:
+// tailObjectsBeyond lists tail objects that end past the committed head:
 // writes whose index move never happened.
 func tailObjectsBeyond(t *testing.T, s history.Store, name string, h history.History) []string {
 	t.Helper()
@@ -48,11 +48,19 @@ func tailObjectsBeyond(t *testing.T, s history.Store, name string, h history.His
 	}
 	var out []string
 	for _, key := range rawKeys(t, s, name) {
-		if first, ok := engine.TailFirst(key); ok && first > head.Sequence {
+		if last, ok := engine.TailLast(key); ok && last > head.Sequence {
 			out = append(out, key)
 		}
 	}
 	return out
+}
+
+// waitBackground waits until the store has no seal running in the background, so that what
+// a test lists or deletes next is not raced by one.
+func waitBackground(s history.Store) {
+	if w, ok := s.(interface{ WaitBackground() }); ok {
+		w.WaitBackground()
+	}
 }
 
 // flipByte rewrites an object with one byte changed. Objects may be

@@ -18,6 +18,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("CallerBufferReuse", func(t *testing.T) { testCallerBufferReuse(t, h) })
 	t.Run("IdempotentRetries", func(t *testing.T) { testIdempotent(t, h) })
 	t.Run("DuplicateIDsInOneCommit", func(t *testing.T) { testDuplicateInOneCommit(t, h) })
+	t.Run("AppendWith", func(t *testing.T) { testAppendWith(t, h) })
 	t.Run("ReopenFromAnotherStore", func(t *testing.T) { testReopen(t, h) })
 	t.Run("OpenMissing", func(t *testing.T) { testOpenMissing(t, h) })
 	t.Run("Release", func(t *testing.T) { testRelease(t, h) })
@@ -26,8 +27,10 @@ func Run(t *testing.T, h Harness) {
 	t.Run("KillBetweenSegmentAndIndex", func(t *testing.T) { testKillAndReopen(t, h) })
 	t.Run("EpochSwap", func(t *testing.T) { testEpochSwap(t, h) })
 	t.Run("EpochSwapUnderConcurrentAppends", func(t *testing.T) { testEpochSwapConcurrent(t, h) })
+	t.Run("EpochSwapWithNothingUnsealed", func(t *testing.T) { testEpochSwapWithNothingUnsealed(t, h) })
 	t.Run("Checkpoints", func(t *testing.T) { testCheckpoints(t, h) })
 	t.Run("CorruptSegment", func(t *testing.T) { testCorruptSegment(t, h) })
+	t.Run("CorruptIndex", func(t *testing.T) { testCorruptIndex(t, h) })
 	t.Run("LargeRecords", func(t *testing.T) { testLargeRecords(t, h) })
 	t.Run("MaxBytes", func(t *testing.T) { testMaxBytes(t, h) })
 	t.Run("Delete", func(t *testing.T) { testDelete(t, h) })
@@ -116,9 +119,13 @@ func testPaging(t *testing.T, hn Harness) {
 	if err != nil || len(page.Entries) != 11 || page.Entries[0].Seq != 240 || page.Next != 0 {
 		t.Fatalf("read from 240: %d entries, next %d, err %v", len(page.Entries), page.Next, err)
 	}
+	head, herr := h.Head(ctx)
+	if herr != nil || page.Head != head || head.Sequence != 250 {
+		t.Fatalf("a page carries the head %+v; Head reads %+v (%v); want sequence 250", page.Head, head, herr)
+	}
 	page, err = h.Read(ctx, history.ReadOptions{From: 251})
-	if err != nil || len(page.Entries) != 0 {
-		t.Fatalf("read past the head: %d entries, err %v", len(page.Entries), err)
+	if err != nil || len(page.Entries) != 0 || page.Head != head {
+		t.Fatalf("read past the head: %d entries, head %+v, err %v; want none at %+v", len(page.Entries), page.Head, err, head)
 	}
 }
 

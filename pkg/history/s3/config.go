@@ -67,6 +67,9 @@ type Config struct {
 	// segment; 0 means 1 MiB and 32.
 	SealBytes      int64
 	MaxTailObjects int
+	// MaxOpenBytes bounds the encoded entries the index carries itself, so that an append
+	// costs one PUT; 0 means DefaultMaxOpenBytes.
+	MaxOpenBytes int
 	// CompressSegments gzips sealed segments (smaller, no longer readable
 	// as text in place).
 	CompressSegments bool

@@ -18,6 +18,9 @@ import (
 // Defaults of the S3 backend.
 const (
 	DefaultSealBytes = 1 << 20
+	// DefaultMaxOpenBytes bounds the entries the index object carries itself: appends that
+	// fit cost one PUT.
+	DefaultMaxOpenBytes = 64 << 10
 	// maxObjectBytes keeps every object a single PUT (no multipart upload,
 	// which conditional writes do not cover everywhere).
 	maxObjectBytes = 64 << 20
@@ -33,10 +36,14 @@ func New(cfg Config) (history.Store, error) {
 	if cfg.SealBytes == 0 {
 		cfg.SealBytes = DefaultSealBytes
 	}
+	if cfg.MaxOpenBytes == 0 {
+		cfg.MaxOpenBytes = DefaultMaxOpenBytes
+	}
 	return engine.New(&backend{client: client, bucket: cfg.Bucket, prefix: cfg.Prefix}, engine.Options{
 		MaxObjectBytes:   maxObjectBytes,
 		SealBytes:        cfg.SealBytes,
 		MaxTailObjects:   cfg.MaxTailObjects,
+		MaxOpenBytes:     cfg.MaxOpenBytes,
 		MaxHistoryBytes:  cfg.MaxBytes,
 		TooLargeHint:     "",
 		Linger:           cfg.Linger,

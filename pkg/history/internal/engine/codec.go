@@ -3,8 +3,6 @@ package engine
 import (
 	"bytes"
 	"compress/gzip"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -37,9 +35,10 @@ type footer struct {
 	SHA256 string `json:"sha256"`
 }
 
-// encodeLine appends one entry's line to buf.
-func encodeLine(buf []byte, e history.Entry) []byte {
+// encodeLine returns one entry's line.
+func encodeLine(e history.Entry) []byte {
 	id, _ := json.Marshal(e.ID)
+	buf := make([]byte, 0, len(id)+len(e.Data)*4/3+48) // base64 at worst
 	buf = append(buf, `{"s":`...)
 	buf = strconv.AppendUint(buf, e.Seq, 10)
 	buf = append(buf, `,"id":`...)
@@ -64,24 +63,39 @@ func isOneLineJSON(data []byte) bool {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 
-// sealLines closes encoded lines with the footer.
+// sealLines closes encoded lines with the footer; n is the number of entries among them. It
+// appends to lines (which the caller owns) rather than copying them.
 func sealLines(lines []byte, n int) []byte {
-	sum := sha256.Sum256(lines)
 	f, _ := json.Marshal(struct {
 		End footer `json:"end"`
-	}{footer{N: n, SHA256: hex.EncodeToString(sum[:])}})
-	out := make([]byte, 0, len(lines)+len(f)+1)
-	out = append(out, lines...)
-	out = append(out, f...)
-	return append(out, '\n')
+	}{footer{N: n, SHA256: footerSum(lines)}})
+	return append(append(lines, f...), '\n')
 }
 
 func encodeEntries(entries []history.Entry) []byte {
-	var buf []byte
-	for _, e := range entries {
-		buf = encodeLine(buf, e)
+	return joinLines(encodeAll(entries))
+}
+
+// encodeAll returns each entry's line.
+func encodeAll(entries []history.Entry) [][]byte {
+	lines := make([][]byte, len(entries))
+	for i, e := range entries {
+		lines[i] = encodeLine(e)
 	}
-	return sealLines(buf, len(entries))
+	return lines
+}
+
+// joinLines is the object holding lines, closed by the footer: one allocation.
+func joinLines(lines [][]byte) []byte {
+	n := footerSize
+	for _, l := range lines {
+		n += len(l)
+	}
+	buf := make([]byte, 0, n)
+	for _, l := range lines {
+		buf = append(buf, l...)
+	}
+	return sealLines(buf, len(lines))
 }
 
 // maxInflated bounds a decompressed segment (a guard against gzip bombs).
@@ -110,42 +124,63 @@ func decodeEntries(data []byte) ([]history.Entry, error) {
 			return nil, fmt.Errorf("%w: segment: %w", history.ErrCorrupt, err)
 		}
 	}
-	body := bytes.TrimSuffix(data, []byte("\n"))
-	cut := bytes.LastIndexByte(body, '\n') + 1
-	var f line
-	if err := json.Unmarshal(body[cut:], &f); err != nil || f.End == nil {
-		return nil, fmt.Errorf("%w: segment has no footer", history.ErrCorrupt)
+	lines, n, err := verifyFooter(data)
+	if err != nil {
+		return nil, fmt.Errorf("segment: %w", err)
 	}
-	lines := data[:cut]
-	sum := sha256.Sum256(lines)
-	if hex.EncodeToString(sum[:]) != f.End.SHA256 {
-		return nil, fmt.Errorf("%w: segment checksum mismatch", history.ErrCorrupt)
-	}
-	// The count is not under the checksum: check it before trusting it.
-	if f.End.N < 0 || f.End.N != bytes.Count(lines, []byte("\n")) {
-		return nil, fmt.Errorf("%w: segment footer counts %d entries", history.ErrCorrupt, f.End.N)
-	}
-	entries := make([]history.Entry, 0, f.End.N)
+	entries := make([]history.Entry, 0, n)
 	for len(lines) > 0 {
 		i := bytes.IndexByte(lines, '\n')
-		var l line
-		if err := json.Unmarshal(lines[:i], &l); err != nil {
-			return nil, fmt.Errorf("%w: segment line: %w", history.ErrCorrupt, err)
-		}
-		e := history.Entry{Seq: l.Seq, ID: l.ID, Data: l.B64}
-		if l.JSON != nil {
-			e.Data = l.JSON
-		}
-		if e.Data == nil {
-			e.Data = []byte{}
+		e, err := decodeLine(lines[:i])
+		if err != nil {
+			return nil, fmt.Errorf("segment: %w", err)
 		}
 		entries = append(entries, e)
 		lines = lines[i+1:]
 	}
-	if len(entries) != f.End.N {
-		return nil, fmt.Errorf("%w: segment holds %d entries, footer says %d", history.ErrCorrupt, len(entries), f.End.N)
+	if len(entries) != n {
+		return nil, fmt.Errorf("%w: segment holds %d entries, footer says %d", history.ErrCorrupt, len(entries), n)
 	}
 	return entries, nil
+}
+
+// verifyFooter checks the footer line that closes data against the lines before it and
+// returns those lines and the count the footer gives (the number of lines it covers).
+func verifyFooter(data []byte) (lines []byte, n int, err error) {
+	body := bytes.TrimSuffix(data, []byte("\n"))
+	cut := bytes.LastIndexByte(body, '\n') + 1
+	var f line
+	if err := json.Unmarshal(body[cut:], &f); err != nil || f.End == nil {
+		return nil, 0, fmt.Errorf("%w: no footer", history.ErrCorrupt)
+	}
+	lines = data[:cut]
+	if footerSum(lines) != f.End.SHA256 {
+		return nil, 0, fmt.Errorf("%w: checksum mismatch", history.ErrCorrupt)
+	}
+	// The count is not under the checksum: check it before trusting it.
+	if f.End.N < 0 || f.End.N > bytes.Count(lines, []byte("\n")) {
+		return nil, 0, fmt.Errorf("%w: footer counts %d entries", history.ErrCorrupt, f.End.N)
+	}
+	return lines, f.End.N, nil
+}
+
+// decodeLine decodes one entry's line (without its newline).
+func decodeLine(l []byte) (history.Entry, error) {
+	var ln line
+	if err := json.Unmarshal(l, &ln); err != nil {
+		return history.Entry{}, fmt.Errorf("%w: line: %w", history.ErrCorrupt, err)
+	}
+	if ln.End != nil {
+		return history.Entry{}, fmt.Errorf("%w: a footer where an entry belongs", history.ErrCorrupt)
+	}
+	e := history.Entry{Seq: ln.Seq, ID: ln.ID, Data: ln.B64}
+	if ln.JSON != nil {
+		e.Data = ln.JSON
+	}
+	if e.Data == nil {
+		e.Data = []byte{}
+	}
+	return e, nil
 }
 
 // footerSize bounds the encoded footer's length.

@@ -19,17 +19,54 @@ func TestCodecRoundTrip(t *testing.T) {
 		{Seq: 11, ID: "empty", Data: []byte{}},
 		{Seq: 12, ID: "json with spaces", Data: []byte(`{ "a" : [1, 2] }`)},
 	}
-	got, err := decodeEntries(encodeEntries(entries))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != len(entries) {
-		t.Fatalf("%d entries, want %d", len(got), len(entries))
-	}
-	for i := range entries {
-		if got[i].Seq != entries[i].Seq || got[i].ID != entries[i].ID || !bytes.Equal(got[i].Data, entries[i].Data) {
-			t.Errorf("entry %d: got %+v, want %+v", i, got[i], entries[i])
+	for _, list := range [][]history.Entry{entries, nil} { // and an object of no entries
+		got, err := decodeEntries(encodeEntries(list))
+		if err != nil {
+			t.Fatal(err)
 		}
+		if len(got) != len(list) {
+			t.Fatalf("%d entries, want %d", len(got), len(list))
+		}
+		for i := range list {
+			if got[i].Seq != list[i].Seq || got[i].ID != list[i].ID || !bytes.Equal(got[i].Data, list[i].Data) {
+				t.Errorf("entry %d: got %+v, want %+v", i, got[i], list[i])
+			}
+		}
+	}
+}
+
+// Data that is one line of JSON, with no whitespace around it, is stored verbatim so that
+// objects stay readable with kubectl or an S3 browser; anything else is base64 (a decoder
+// would drop the whitespace, or could not embed the bytes). Either way it comes back as is.
+func TestCodecKeepsJSONReadable(t *testing.T) {
+	tests := map[string]struct {
+		data     string
+		verbatim bool
+	}{
+		"an object":                 {`{"role":"user","content":"hi"}`, true},
+		"a string":                  {`"hi"`, true},
+		"a number":                  {`42`, true},
+		"a leading space":           {` {"a":1}`, false},
+		"a trailing tab":            {"{\"a\":1}\t", false},
+		"a leading carriage return": {"\r{}", false},
+		"a trailing newline":        {"{}\n", false},
+		"a newline inside":          {"[1,\n2]", false},
+		"not JSON":                  {"hello", false},
+		"invalid UTF-8":             {"\"\xff\"", false},
+		"empty":                     {"", false},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			e := history.Entry{Seq: 1, ID: "m", Data: []byte(tt.data)}
+			line := encodeLine(e)
+			if got := bytes.Contains(line, []byte(`,"j":`+tt.data+`}`)); got != tt.verbatim {
+				t.Fatalf("line %s: verbatim %v, want %v", line, got, tt.verbatim)
+			}
+			got, err := decodeEntries(encodeEntries([]history.Entry{e}))
+			if err != nil || len(got) != 1 || string(got[0].Data) != tt.data {
+				t.Fatalf("round trip: %+v, %v", got, err)
+			}
+		})
 	}
 }
 

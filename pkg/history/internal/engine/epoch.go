@@ -25,6 +25,9 @@ func (h *log) NewEpoch(ctx context.Context, req history.EpochRequest) (history.H
 	}
 	h.commitMu.Lock()
 	defer h.commitMu.Unlock()
+	// This handle's seal of the old epoch, if one runs, lands before the swap: nothing of
+	// this process writes into the old epoch afterwards.
+	h.background.Wait()
 	var err error
 	var tags []string // of the attempts: an index write may land unanswered
 	for attempt := range h.opts.MaxAttempts {
@@ -97,7 +100,7 @@ func (h *log) tryNewEpoch(ctx context.Context, req history.EpochRequest, tags *[
 	next.LastSeq, next.SealedThrough = uint64(len(entries)), uint64(len(entries))
 	*tags = append(*tags, next.Tag)
 	h.sealed.set(next.Tag, nil)
-	if err := h.writeSealed(ctx, next.Tag, entries); err != nil {
+	if err := h.writeSealed(ctx, next.Tag, entries, nil); err != nil {
 		return history.Head{}, err
 	}
 	newVer, err := h.objects.Replace(ctx, indexKey, next.encode(), ver)

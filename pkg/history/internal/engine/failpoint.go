@@ -4,8 +4,11 @@ package engine
 // commit protocol so a test can kill the process exactly there, or hold a
 // commit in flight while other appends queue behind it:
 //
-//	"tail-written"  tail objects are durable, the index has not moved yet
-//	"sealed"        sealed segments are written, the index has not moved yet
+//	"tail-written"  every commit attempt, just before it moves the index: what it
+//	                writes first (tail objects, a seal) is durable; an append that fits
+//	                the open tail has written nothing yet
+//	"sealed"        a commit sealed the tail itself (at the hard bound), the index has
+//	                not moved yet
 //	"queued"        an Append has queued its request for the next group commit
 var Failpoint func(name string)
 

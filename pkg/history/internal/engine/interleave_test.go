@@ -59,6 +59,8 @@ type hookObjects struct {
 	// stall, when set, is asked before every operation whether to hang it
 	// until its context ends.
 	stall func(op, key string) bool
+	// maxBytes, when set, refuses larger objects as a backend does.
+	maxBytes int
 }
 
 func (o *hookObjects) before(ctx context.Context, op, key string) error {
@@ -100,10 +102,20 @@ func (o *hookObjects) Create(ctx context.Context, key string, data []byte) (stri
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if err := o.checkSize(key, data); err != nil {
+		return "", err
+	}
 	if _, ok := o.items[key]; ok {
 		return "", fmt.Errorf("%s exists: %w", key, history.ErrConflict)
 	}
 	return o.put(key, data), nil
+}
+
+func (o *hookObjects) checkSize(key string, data []byte) error {
+	if o.maxBytes > 0 && len(data) > o.maxBytes {
+		return fmt.Errorf("%s has %d bytes: %w", key, len(data), history.ErrTooLarge)
+	}
+	return nil
 }
 
 func (o *hookObjects) Replace(ctx context.Context, key string, data []byte, version string) (string, error) {
@@ -112,6 +124,9 @@ func (o *hookObjects) Replace(ctx context.Context, key string, data []byte, vers
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if err := o.checkSize(key, data); err != nil {
+		return "", err
+	}
 	it, ok := o.items[key]
 	if !ok {
 		return "", fmt.Errorf("%s: %w", key, history.ErrNotFound)
@@ -294,14 +309,15 @@ func failFirstCreate(objs *hookObjects, match func(key string) bool) *bool {
 }
 
 // A seal whose create conflicts must not count the segment as written
-// unless it exists: the index would say the range is sealed and the tail
-// objects holding it would be deleted.
+// unless it exists: the index would say the range is sealed and the entries
+// it carried (or the tail objects holding them) would be dropped.
 func TestSealCreateConflictWithoutObject(t *testing.T) {
 	stores, objs := hookStores(t, 2, Options{MaxTailObjects: 4})
 	h := openHook(t, stores[0])
 	fired := failFirstCreate(objs, IsSealedKey)
 	for i := 1; i <= 6; i++ {
 		appendOne(t, h, fmt.Sprintf("m-%d", i))
+		stores[0].WaitBackground() // the background seal after the fourth fails
 	}
 	if !*fired {
 		t.Fatal("no seal happened")

@@ -50,6 +50,12 @@ func TestRedundantSegments(t *testing.T) {
 			[]dataKey{k(1, 10), k(11, 20)}, 10, nil,
 		},
 		"a gap keeps everything": {[]dataKey{k(1, 10), k(12, 20), k(12, 14)}, 20, nil},
+		"a duplicate ending at sealedThrough": {
+			[]dataKey{k(1, 10), k(11, 20), k(15, 20)}, 20, []string{sealedKey("e1-t", 15, 20)},
+		},
+		"the longest segments make the chain": {
+			[]dataKey{k(1, 5), k(1, 10), k(6, 10)}, 10, []string{sealedKey("e1-t", 1, 5), sealedKey("e1-t", 6, 10)},
+		},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -73,8 +79,10 @@ func TestGarbage(t *testing.T) {
 		"e2-old.s.000000000001-000000000005",        // retained epoch
 		"e2-old.t.000000000001-000000000005.xxxx",   // old epochs are sealed
 		"e3-cur.s.000000000001-000000000032",        // live segment
+		"e3-cur.s.000000000001-000000000016",        // a shorter duplicate of it
 		"e3-cur.t.000000000033-000000000040.live",   // in the tail
 		"e3-cur.t.000000000033-000000000033.orphan", // lost its race
+		"e3-cur.t.000000000040-000000000040.late",   // lost its race for the head
 		"e3-cur.t.000000000041-000000000041.flight", // may still commit
 		"e4-next.s.000000000001-000000000001",       // a swap in flight
 		"e3-lost.s.000000000001-000000000001",       // a swap that lost
@@ -88,7 +96,9 @@ func TestGarbage(t *testing.T) {
 	want := []string{
 		"e1-gone.s.000000000001-000000000005",
 		"e2-old.t.000000000001-000000000005.xxxx",
+		"e3-cur.s.000000000001-000000000016",
 		"e3-cur.t.000000000033-000000000033.orphan",
+		"e3-cur.t.000000000040-000000000040.late",
 		"e3-lost.s.000000000001-000000000001",
 	}
 	if !slices.Equal(got, want) {

@@ -39,6 +39,13 @@ type log struct {
 	// index proves they can never be committed.
 	orphans []string
 
+	// sealMu guards the background seal (background.go): whether one runs, and the
+	// range the last one sealed that no commit has used yet.
+	sealMu     sync.Mutex
+	sealing    bool
+	bgSealed   *sealedRange
+	background sync.WaitGroup
+
 	qmu      sync.Mutex
 	queue    []*request
 	flushing bool
@@ -82,6 +89,13 @@ func (h *log) sync(ctx context.Context) error {
 		h.m, h.ver, h.loaded = m, ver, true
 		h.removeOrphans(ctx)
 	}
+	// The writer keeps the open entries decoded: its commits carry them on.
+	open, err := h.m.open.decoded(h.m.openFirst())
+	if err != nil {
+		h.loaded = false
+		return err
+	}
+	h.m.open = open
 	if h.idsTag != h.m.Tag {
 		h.ids, h.idsTag, h.idsThrough = map[string]uint64{}, h.m.Tag, 0
 	}
@@ -102,8 +116,10 @@ func (h *log) sync(ctx context.Context) error {
 }
 
 // removeOrphans deletes this handle's failed tail objects that the fresh
-// index shows are dead: not in the tail and at or below the last committed
-// sequence (or of another epoch), so no index can ever point at them.
+// index shows are dead: not in the tail and ending at or below the last
+// committed sequence (or of another epoch), so no index can ever point at
+// them. (A tail object may start with entries committed before it, which the
+// open tail carried: only its end tells whether its commit can still land.)
 func (h *log) removeOrphans(ctx context.Context) {
 	if len(h.orphans) == 0 {
 		return
@@ -115,7 +131,7 @@ func (h *log) removeOrphans(ctx context.Context) {
 	kept := h.orphans[:0]
 	for _, key := range h.orphans {
 		dk, ok := parseDataKey(key)
-		dead := ok && !referenced[key] && (dk.tag != h.m.Tag || dk.first <= h.m.LastSeq)
+		dead := ok && !referenced[key] && (dk.tag != h.m.Tag || dk.last <= h.m.LastSeq)
 		if dead && h.objects.Delete(ctx, key) == nil {
 			continue
 		}

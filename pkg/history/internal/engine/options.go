@@ -6,12 +6,16 @@ import "time"
 type Options struct {
 	// MaxObjectBytes is the largest object the backend accepts (encoded).
 	MaxObjectBytes int
-	// SealBytes: once the tail holds this many payload bytes it is sealed
-	// into segments of at most MaxObjectBytes.
+	// SealBytes: once the unsealed tail (tail objects and open entries) holds this many
+	// bytes it is sealed into segments of at most MaxObjectBytes.
 	SealBytes int64
-	// MaxTailObjects: the tail is also sealed once it has this many objects,
-	// which bounds the size of the index.
+	// MaxTailObjects: the tail is also sealed once it has this many pieces (tail objects
+	// and open entries), which bounds the size of the index.
 	MaxTailObjects int
+	// MaxOpenBytes bounds the encoded entries the index carries itself (the open tail).
+	// An append whose entries fit goes into the index: one request. A larger one writes a
+	// tail object first. Sealing starts in the background once the open tail is half full.
+	MaxOpenBytes int
 	// CompressSegments gzips sealed segments (tail objects stay plain: they
 	// are small and short-lived).
 	CompressSegments bool
@@ -32,6 +36,10 @@ type Options struct {
 	MaxAttempts int
 }
 
+// DefaultMaxOpenBytes bounds the open tail when a backend sets no bound: 32 messages of
+// 1 KiB fit, and the index stays far below a ConfigMap's 1 MiB.
+const DefaultMaxOpenBytes = 64 << 10
+
 func (o Options) withDefaults() Options {
 	if o.MaxObjectBytes == 0 {
 		o.MaxObjectBytes = 16 << 20
@@ -41,6 +49,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxTailObjects == 0 {
 		o.MaxTailObjects = 32
+	}
+	if o.MaxOpenBytes == 0 {
+		o.MaxOpenBytes = DefaultMaxOpenBytes
 	}
 	if o.MaxBatchRecords == 0 {
 		o.MaxBatchRecords = 1024

@@ -41,7 +41,7 @@ func (h *log) Read(ctx context.Context, opts history.ReadOptions) (history.Page,
 		if !ok {
 			return history.Page{}, fmt.Errorf("epoch %d: %w", opts.Epoch, history.ErrNotFound)
 		}
-		page := history.Page{Epoch: ref.Epoch}
+		page := history.Page{Epoch: ref.Epoch, Head: m.head()}
 		if from > ref.LastSeq {
 			return page, nil
 		}
@@ -73,13 +73,27 @@ func (h *log) Head(ctx context.Context) (history.Head, error) {
 // readRange returns entries from..to of an epoch as the manifest m sees it.
 // ErrNotFound means an object vanished under a concurrent seal: reload m.
 func (h *log) readRange(ctx context.Context, m manifest, ref epochRef, from, to uint64) ([]history.Entry, error) {
-	sealedThrough := ref.LastSeq
+	sealedThrough, openFirst := ref.LastSeq, ref.LastSeq+1
 	var tail []tailRef
 	if ref.Tag == m.Tag {
-		sealedThrough, tail = m.SealedThrough, m.Tail
+		sealedThrough, tail, openFirst = m.SealedThrough, m.Tail, m.openFirst()
 	}
 	out := make([]history.Entry, 0, min(to-from+1, 1<<16))
 	for seq := from; seq <= to; {
+		if seq >= openFirst {
+			// The rest is in the index itself.
+			entries, err := m.open.from(openFirst, seq)
+			if err != nil {
+				return nil, err
+			}
+			for _, e := range entries {
+				if e.Seq > to {
+					break
+				}
+				out = append(out, e)
+			}
+			return out, nil
+		}
 		var key string
 		var dk dataKey
 		var err error

@@ -18,6 +18,7 @@ import (
 func (h *log) Retain(ctx context.Context, policy history.Retention) error {
 	h.commitMu.Lock()
 	defer h.commitMu.Unlock()
+	h.background.Wait() // this handle's seal in flight, so the listing below sees it
 	h.loaded = false
 	m, err := h.trimEpochs(ctx, max(policy.KeepEpochs, 0))
 	if err != nil {
@@ -91,7 +92,9 @@ func garbage(m manifest, infos []ObjectInfo, keepCheckpoint func(history.Digest)
 		case dk.tail && dk.tag != m.Tag:
 			out = append(out, key) // old epochs are fully sealed
 		case dk.tail:
-			if !inTail[key] && dk.first <= m.LastSeq {
+			// Dead once the index passed its end: the commit that wrote it expected an
+			// index ending before its fresh entries, which can no longer be current.
+			if !inTail[key] && dk.last <= m.LastSeq {
 				out = append(out, key)
 			}
 		default:

@@ -22,6 +22,8 @@ type Store struct {
 	closed   bool
 	counters counters
 	cache    *objectCache
+	// background counts the seals running in the background (background.go).
+	background sync.WaitGroup
 }
 
 var _ history.Store = (*Store)(nil)
@@ -137,6 +139,7 @@ func (s *Store) Delete(ctx context.Context, name string) error {
 	s.mu.Unlock()
 	if h != nil {
 		h.markDeleted()
+		h.quiesce()
 	}
 	objects, err := s.backend.Objects(name, nil)
 	if err != nil {
@@ -215,6 +218,16 @@ func TailFirst(key string) (uint64, bool) {
 	dk, ok := parseDataKey(key)
 	return dk.first, ok && dk.tail
 }
+
+// TailLast returns the last sequence of a tail object's key, for tests.
+func TailLast(key string) (uint64, bool) {
+	dk, ok := parseDataKey(key)
+	return dk.last, ok && dk.tail
+}
+
+// WaitBackground waits until no seal runs in the background, for tests that list or delete
+// a history's objects and must not be raced by one. Call it while no append is in flight.
+func (s *Store) WaitBackground() { s.background.Wait() }
 
 // Backend returns the backend the store was built on.
 func (s *Store) Backend() Backend { return s.backend.(countingBackend).Backend }
