@@ -8,8 +8,10 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/parley-dev/parley/pkg/conversation"
 	"github.com/parley-dev/parley/pkg/wire"
@@ -187,8 +190,12 @@ func (c *Client) once(ctx context.Context, method, path string, payload []byte, 
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		if ctx.Err() != nil {
-			return -1, err
+		var unknownCA x509.UnknownAuthorityError
+		var invalid x509.CertificateInvalidError
+		var hostname x509.HostnameError
+		if ctx.Err() != nil || errors.As(err, &unknownCA) || errors.As(err, &invalid) || errors.As(err, &hostname) {
+			// A certificate that is not trusted now will not be on a retry.
+			return -1, fmt.Errorf("parley client: %s %s: %w", method, path, err)
 		}
 		return 0, fmt.Errorf("parley client: %s %s: %w", method, path, err)
 	}
@@ -205,9 +212,7 @@ func (c *Client) once(ctx context.Context, method, path string, payload []byte, 
 		}
 		return -1, nil
 	}
-	p := &wire.Problem{Status: resp.StatusCode, Title: resp.Status}
-	_ = json.Unmarshal(data, p)
-	p.Status = resp.StatusCode
+	p := problemOf(resp, data)
 	switch resp.StatusCode {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable, http.StatusBadGateway, http.StatusGatewayTimeout:
 		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
@@ -275,6 +280,66 @@ func (c *Client) Resume(ctx context.Context, namespace, name string, turn int) (
 	}
 	out := &wire.ResumeBundle{}
 	if err := c.do(ctx, http.MethodGet, path, nil, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// State reads the whole conversation of the current epoch: system prompt, messages, subagent
+// threads, adapter reports and transcript records.
+func (c *Client) State(ctx context.Context, namespace, name string) (*wire.StateResponse, error) {
+	out := &wire.StateResponse{}
+	if err := c.do(ctx, http.MethodGet, wire.ConversationPath(namespace, name)+"/state", nil, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// problemOf reads an error answer. One that is not the Session API's (a proxy in front of it,
+// such as the API server's service proxy, answering with a Kubernetes Status or plain text)
+// keeps its message as the detail, so the caller can say what went wrong.
+func problemOf(resp *http.Response, data []byte) *wire.Problem {
+	p := &wire.Problem{Status: resp.StatusCode, Title: resp.Status}
+	_ = json.Unmarshal(data, p)
+	p.Status = resp.StatusCode
+	if p.Type == "" && p.Detail == "" {
+		var status struct {
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(data, &status) == nil && status.Message != "" {
+			p.Detail = status.Message
+		} else if text := strings.TrimSpace(string(data)); len(text) <= 512 && utf8.ValidString(text) && !strings.HasPrefix(text, "{") {
+			p.Detail = text
+		}
+	}
+	return p
+}
+
+// Reset asks the Session API to clear the conversation's history (POST …/reset) once a Reset
+// Checkpoint holds it; the answer names that Checkpoint. Without req.ID the client makes one
+// for this call, so its own retries (a 503 while the Checkpoint is written) answer the first
+// reset instead of clearing again; a caller that retries Reset itself passes its own ID.
+func (c *Client) Reset(ctx context.Context, namespace, name string, req wire.ResetRequest) (*wire.ResetResponse, error) {
+	if req.ID == "" {
+		b := make([]byte, 16)
+		if _, err := rand.Read(b); err != nil {
+			return nil, fmt.Errorf("parley client: making a reset id: %w", err)
+		}
+		req.ID = hex.EncodeToString(b)
+	}
+	out := &wire.ResetResponse{}
+	if err := c.do(ctx, http.MethodPost, wire.ConversationPath(namespace, name)+"/reset", req, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Import appends one part of a whole conversation state (POST …/import): what messages and
+// events cannot carry, such as transcript records, comes through. Retrying a part with the
+// same id and part number stores nothing twice.
+func (c *Client) Import(ctx context.Context, namespace, name string, req wire.ImportRequest) (*wire.ImportResponse, error) {
+	out := &wire.ImportResponse{}
+	if err := c.do(ctx, http.MethodPost, wire.ConversationPath(namespace, name)+"/import", req, out); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -86,10 +87,8 @@ func (c *Client) followOnce(ctx context.Context, namespace, name string, after u
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
-		p := &wire.Problem{Status: resp.StatusCode, Title: resp.Status}
-		_ = json.NewDecoder(resp.Body).Decode(p)
-		p.Status = resp.StatusCode
-		return false, p
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return false, problemOf(resp, data)
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)

@@ -131,7 +131,64 @@ type CompactResponse struct {
 	RequestedAt time.Time `json:"requestedAt"`
 }
 
-// IdempotencyKeyHeader lets a client make a PUT of adapter state safe to retry.
+// ProxyAuthorizationHeader carries the bearer token ("Bearer TOKEN") when Authorization cannot:
+// the API server's service proxy authenticates the caller with Authorization and removes it, so
+// kubectl parley sends the token the Session API should review in this header too.
+const ProxyAuthorizationHeader = "Parley-Authorization"
+
+// StateResponse is GET …/state: the whole conversation of the current epoch (system prompt,
+// messages, subagent threads, adapter reports, transcript records), as of Sequence.
+type StateResponse struct {
+	Epoch    uint64 `json:"epoch"`
+	Sequence uint64 `json:"sequence"`
+	// Tokens counts the context the state costs with the conversation's tokenizer.
+	Tokens int                `json:"tokens"`
+	State  conversation.State `json:"state"`
+}
+
+// ImportRequest is POST …/import: one part of a whole conversation state (an imported
+// transcript), appended as the records a seed or a fork writes — session fields, system
+// prompt, messages with the transcript records around them, subagent threads, adapter
+// reports — so that what messages and events cannot carry (records that are no message, a
+// transcript's own fields) is kept. Parts are appended in order; ID and Part name the records
+// that have no id of their own, so a retried part stores nothing twice.
+type ImportRequest struct {
+	// ID names the import (1-64 letters, digits, '.', '_', '-'), e.g. the file's digest.
+	ID   string `json:"id"`
+	Part int    `json:"part"`
+	// State is the part: a state holding some of the whole's messages, records, subagents.
+	State conversation.State `json:"state"`
+}
+
+// ImportResponse answers once every record of the part is durable.
+type ImportResponse struct {
+	Sequences []uint64 `json:"sequences"`
+}
+
+// ResetRequest is POST …/reset: clear the conversation's history once a Reset Checkpoint holds
+// it. ID (or an Idempotency-Key header) makes it safe to retry: a retry with the same id answers
+// the first reset's result instead of clearing again (the history may have grown since).
+type ResetRequest struct {
+	// ID identifies this reset; without one every call is a reset of its own. pkg/client
+	// makes one per call when it is empty and repeats it on its retries.
+	ID string `json:"id,omitempty"`
+	// KeepSystem keeps the system prompt in the cleared history.
+	KeepSystem bool `json:"keepSystem,omitempty"`
+}
+
+// ResetResponse says what a reset did, once the new epoch is written.
+type ResetResponse struct {
+	// Checkpoint names the Reset Checkpoint that holds the history as it was.
+	Checkpoint string `json:"checkpoint,omitempty"`
+	// Epoch is the epoch the cleared history starts; sequences start again from 1.
+	Epoch uint64 `json:"epoch,omitempty"`
+	// Cleared counts the messages removed; Kept those kept because the Checkpoint does not
+	// hold them as they are (appended or changed while it was taken).
+	Cleared int `json:"cleared"`
+	Kept    int `json:"kept,omitempty"`
+}
+
+// IdempotencyKeyHeader lets a client make a PUT of adapter state or a reset safe to retry.
 const IdempotencyKeyHeader = "Idempotency-Key"
 
 // ResumeBundle is GET …/resume: the resume bundle a new agent pod would have mounted now, cut

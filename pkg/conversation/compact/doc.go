@@ -15,7 +15,7 @@
 // The strategies: SlidingWindow drops the oldest groups and puts a truncation notice in their
 // place; ClearToolResults replaces old tool outputs with a placeholder that keeps the call ids;
 // Summarize folds the oldest groups into one summary written by a Summarizer (an
-// OpenAI-compatible or Anthropic model over HTTP).
+// OpenAI-compatible or Anthropic model, called through the providers' official Go SDKs).
 //
 // A message standing in for folded history (the notice, the summary) is a RoleSystem message
 // flagged FlagTruncationNotice or FlagCompactSummary. It takes the Seq of the last message it

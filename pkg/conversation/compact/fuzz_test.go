@@ -273,7 +273,7 @@ func (g *generator) toolExchange() {
 // lengthySummarizer answers with a summary whose length depends on the fuzz input, sometimes
 // too long to save anything.
 func lengthySummarizer(scale int) Summarizer {
-	return SummarizerFunc(func(_ context.Context, req SummaryRequest) (string, error) {
-		return fmt.Sprintf("%d messages folded. %s", len(req.Messages), strings.Repeat("detail ", scale*scale)), nil
+	return SummarizerFunc(func(_ context.Context, req SummaryRequest) (Summary, error) {
+		return Summary{Text: fmt.Sprintf("%d messages folded. %s", len(req.Messages), strings.Repeat("detail ", scale*scale))}, nil
 	})
 }

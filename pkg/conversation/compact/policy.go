@@ -53,6 +53,10 @@ type Record struct {
 	// MessagesFolded counts the messages of State.Messages that were removed (SlidingWindow,
 	// Summarize) or edited (ClearToolResults). Zero means the state was returned unchanged.
 	MessagesFolded int
+	// SummaryUsage is what the summarizer's provider reported the summary cost (Summarize
+	// only; zero when it reported nothing). TokensAfter counts the summary with Policy.Counter,
+	// the conversation's own tokenizer, which may not be the summarizer model's.
+	SummaryUsage conversation.Usage
 }
 
 // ErrInvalidPolicy reports a Policy the strategies cannot work with.

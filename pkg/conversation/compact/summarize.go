@@ -49,7 +49,7 @@ func Summarize(ctx context.Context, s *conversation.State, p Policy) (*conversat
 		st, rec, _ := unchanged(s, StrategySummarize, before)
 		return st, rec, fmt.Errorf("summarize %d messages: %w", len(folded), err)
 	}
-	head := standIn(folded, "summary", conversation.FlagCompactSummary, SummaryPrefix+summary, p.Now)
+	head := standIn(folded, "summary", conversation.FlagCompactSummary, SummaryPrefix+summary.Text, p.Now)
 	after := before - sum(costs[:cut]) + p.Counter.CountMessage(&head)
 	if after >= before {
 		st, rec, _ := unchanged(s, StrategySummarize, before)
@@ -57,5 +57,8 @@ func Summarize(ctx context.Context, s *conversation.State, p Policy) (*conversat
 			p.Counter.CountMessage(&head), sum(costs[:cut]))
 	}
 	out := withMessages(s, replaceFront(head, messages, cut))
-	return out, Record{Strategy: StrategySummarize, TokensBefore: before, TokensAfter: after, MessagesFolded: cut}, nil
+	return out, Record{
+		Strategy: StrategySummarize, TokensBefore: before, TokensAfter: after, MessagesFolded: cut,
+		SummaryUsage: summary.Usage,
+	}, nil
 }

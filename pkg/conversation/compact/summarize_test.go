@@ -12,18 +12,22 @@ import (
 
 // fixedSummary always answers text.
 func fixedSummary(text string) Summarizer {
-	return SummarizerFunc(func(context.Context, SummaryRequest) (string, error) { return text, nil })
+	return SummarizerFunc(func(context.Context, SummaryRequest) (Summary, error) { return Summary{Text: text}, nil })
 }
 
-// recordingSummarizer remembers its requests and answers "summary of N messages".
+// recordingSummarizer remembers its requests and answers "summary of N messages", reporting
+// 100 input tokens per message and 5 output tokens.
 type recordingSummarizer struct{ requests []SummaryRequest }
 
-func (r *recordingSummarizer) Summarize(ctx context.Context, req SummaryRequest) (string, error) {
+func (r *recordingSummarizer) Summarize(ctx context.Context, req SummaryRequest) (Summary, error) {
 	if err := ctx.Err(); err != nil {
-		return "", err
+		return Summary{}, err
 	}
 	r.requests = append(r.requests, req)
-	return "summary of " + strings.Repeat("I", len(req.Messages)), nil
+	return Summary{
+		Text:  "summary of " + strings.Repeat("I", len(req.Messages)),
+		Usage: conversation.Usage{Input: int64(100 * len(req.Messages)), Output: 5},
+	}, nil
 }
 
 func TestSummarizeFoldsOldestGroups(t *testing.T) {
@@ -55,7 +59,8 @@ func TestSummarizeFoldsOldestGroups(t *testing.T) {
 		head.Text() != SummaryPrefix+"summary of IIII" || head.Seq != 4 {
 		t.Errorf("summary message: %+v", head)
 	}
-	if out.System != s.System || record.MessagesFolded != 4 || record.TokensAfter >= record.TokensBefore {
+	if out.System != s.System || record.MessagesFolded != 4 || record.TokensAfter >= record.TokensBefore ||
+		record.SummaryUsage != (conversation.Usage{Input: 400, Output: 5}) {
 		t.Errorf("record %+v", record)
 	}
 	if !equalStates(s, original) {
@@ -90,7 +95,7 @@ func TestSummarizeFailures(t *testing.T) {
 		summarizer Summarizer
 		want       error
 	}{
-		"summarizer error":   {SummarizerFunc(func(context.Context, SummaryRequest) (string, error) { return "", boom }), boom},
+		"summarizer error":   {SummarizerFunc(func(context.Context, SummaryRequest) (Summary, error) { return Summary{}, boom }), boom},
 		"summary too long":   {fixedSummary(strings.Repeat("w", 2000)), ErrSummaryTooLong},
 		"context is honored": {&recordingSummarizer{}, context.Canceled},
 	}

@@ -11,7 +11,16 @@ import (
 type Summarizer interface {
 	// Summarize returns a summary of req.Messages (plain text, without SummaryPrefix). It must
 	// honor ctx's deadline and cancellation. Errors must not quote the messages.
-	Summarize(ctx context.Context, req SummaryRequest) (string, error)
+	Summarize(ctx context.Context, req SummaryRequest) (Summary, error)
+}
+
+// Summary is what a Summarizer wrote.
+type Summary struct {
+	// Text is the summary, trimmed, without SummaryPrefix.
+	Text string
+	// Usage is what the provider reported the call cost (zero when it reported nothing):
+	// Input the transcript and instructions, Output the summary.
+	Usage conversation.Usage
 }
 
 // SummaryRequest is what a Summarizer is asked to condense.
@@ -24,10 +33,10 @@ type SummaryRequest struct {
 }
 
 // SummarizerFunc adapts a function to the Summarizer interface.
-type SummarizerFunc func(ctx context.Context, req SummaryRequest) (string, error)
+type SummarizerFunc func(ctx context.Context, req SummaryRequest) (Summary, error)
 
 // Summarize calls f.
-func (f SummarizerFunc) Summarize(ctx context.Context, req SummaryRequest) (string, error) {
+func (f SummarizerFunc) Summarize(ctx context.Context, req SummaryRequest) (Summary, error) {
 	return f(ctx, req)
 }
 
@@ -50,8 +59,9 @@ func NewSummarizer(provider string, cfg HTTPConfig) (Summarizer, error) {
 	}
 }
 
-// NewOpenAISummarizer returns a summarizer calling an OpenAI-compatible chat completions API.
-// The key, when set, is sent as Authorization: Bearer.
+// NewOpenAISummarizer returns a summarizer calling an OpenAI-compatible chat completions API
+// through the official SDK (github.com/openai/openai-go). The key, when set, is sent as
+// Authorization: Bearer; without one no Authorization is sent (local servers).
 func NewOpenAISummarizer(cfg HTTPConfig) (Summarizer, error) {
 	c, err := newOpenAICompleter(cfg)
 	if err != nil {
@@ -60,8 +70,9 @@ func NewOpenAISummarizer(cfg HTTPConfig) (Summarizer, error) {
 	return &modelSummarizer{complete: c.complete}, nil
 }
 
-// NewAnthropicSummarizer returns a summarizer calling the Anthropic Messages API with the
-// x-api-key and anthropic-version headers.
+// NewAnthropicSummarizer returns a summarizer calling the Anthropic Messages API through the
+// official SDK (github.com/anthropics/anthropic-sdk-go), which sends x-api-key and the API
+// version it was written for.
 func NewAnthropicSummarizer(cfg HTTPConfig) (Summarizer, error) {
 	c, err := newAnthropicCompleter(cfg)
 	if err != nil {
@@ -71,14 +82,14 @@ func NewAnthropicSummarizer(cfg HTTPConfig) (Summarizer, error) {
 }
 
 // completeFunc sends instructions and one user message to a model and returns its answer.
-type completeFunc func(ctx context.Context, system, user string, maxTokens int) (string, error)
+type completeFunc func(ctx context.Context, system, user string, maxTokens int) (Summary, error)
 
 // modelSummarizer asks a chat model for the summary of a rendered transcript.
 type modelSummarizer struct {
 	complete completeFunc
 }
 
-func (s *modelSummarizer) Summarize(ctx context.Context, req SummaryRequest) (string, error) {
+func (s *modelSummarizer) Summarize(ctx context.Context, req SummaryRequest) (Summary, error) {
 	maxTokens := req.MaxTokens
 	if maxTokens <= 0 {
 		maxTokens = DefaultSummaryMaxTokens

@@ -1,7 +1,6 @@
 package compact
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -16,13 +15,16 @@ type reply struct {
 	status  int
 	headers map[string]string
 	body    string
+	// delay holds the answer back (a slow model) unless the client gives up first.
+	delay time.Duration
 	// hang keeps the request open until the client gives up (an attempt timeout).
 	hang bool
 	// drop closes the connection without an answer.
 	drop bool
 }
 
-// fakeProvider is an httptest server answering with a script, recording every request.
+// fakeProvider is a real HTTP server on 127.0.0.1 answering with a script, recording every
+// request and when it arrived.
 type fakeProvider struct {
 	t        *testing.T
 	server   *httptest.Server
@@ -32,9 +34,10 @@ type fakeProvider struct {
 }
 
 type recordedRequest struct {
-	method, path string
-	header       http.Header
-	body         map[string]any
+	method, path, query string
+	header              http.Header
+	body                map[string]any
+	at                  time.Time
 }
 
 func newFakeProvider(t *testing.T, script ...reply) *fakeProvider {
@@ -46,6 +49,8 @@ func newFakeProvider(t *testing.T, script ...reply) *fakeProvider {
 }
 
 func (fp *fakeProvider) serve(w http.ResponseWriter, r *http.Request) {
+	at := time.Now()
+	// Read the whole request first: the server then notices a client that goes away.
 	raw, err := io.ReadAll(r.Body)
 	if err != nil {
 		fp.t.Errorf("reading request: %v", err)
@@ -55,7 +60,9 @@ func (fp *fakeProvider) serve(w http.ResponseWriter, r *http.Request) {
 		fp.t.Errorf("request body is not JSON: %v", err)
 	}
 	fp.mu.Lock()
-	fp.requests = append(fp.requests, recordedRequest{method: r.Method, path: r.URL.Path, header: r.Header.Clone(), body: body})
+	fp.requests = append(fp.requests, recordedRequest{
+		method: r.Method, path: r.URL.Path, query: r.URL.RawQuery, header: r.Header.Clone(), body: body, at: at,
+	})
 	n := len(fp.requests)
 	fp.mu.Unlock()
 	if n > len(fp.script) {
@@ -76,11 +83,19 @@ func (fp *fakeProvider) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		_ = conn.Close()
 		return
+	case rep.delay > 0:
+		select {
+		case <-time.After(rep.delay):
+		case <-r.Context().Done():
+			return
+		}
 	}
 	for k, v := range rep.headers {
 		w.Header().Set(k, v)
 	}
-	w.Header().Set("Content-Type", "application/json")
+	if w.Header().Get("Content-Type") == "" {
+		w.Header().Set("Content-Type", "application/json")
+	}
 	w.WriteHeader(rep.status)
 	_, _ = io.WriteString(w, rep.body)
 }
@@ -91,19 +106,23 @@ func (fp *fakeProvider) calls() []recordedRequest {
 	return append([]recordedRequest(nil), fp.requests...)
 }
 
-// sleepRecorder replaces the wait between attempts, so tests see the waits without taking them.
-type sleepRecorder struct{ waits []time.Duration }
-
-func (s *sleepRecorder) sleep(ctx context.Context, d time.Duration) error {
-	s.waits = append(s.waits, d)
-	return ctx.Err()
+// waits are the times between the arrivals of consecutive requests: the client's wait
+// between attempts plus the short time an attempt takes on loopback.
+func (fp *fakeProvider) waits() []time.Duration {
+	calls := fp.calls()
+	var out []time.Duration
+	for i := 1; i < len(calls); i++ {
+		out = append(out, calls[i].at.Sub(calls[i-1].at))
+	}
+	return out
 }
 
-// testConfig is an HTTPConfig against the fake server with fast, bounded retries.
+// testConfig is an HTTPConfig against the fake server with bounded retries.
 func testConfig(endpoint string) HTTPConfig {
 	return HTTPConfig{
-		Endpoint: endpoint, Model: "test-model", APIKey: "sk-test-key",
-		AttemptTimeout: 2 * time.Second, MaxAttempts: 3,
-		InitialBackoff: 100 * time.Millisecond, MaxBackoff: time.Second,
+		Endpoint: endpoint, Model: "test-model", APIKey: testAPIKey,
+		AttemptTimeout: 5 * time.Second, MaxAttempts: 3,
 	}
 }
+
+const testAPIKey = "sk-test-key-0b5e1c"

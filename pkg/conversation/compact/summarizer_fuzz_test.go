@@ -11,20 +11,21 @@ import (
 	"unicode/utf8"
 )
 
-// answer is a provider that gives one fixed HTTP answer, without a network.
+// answer is a provider that gives one fixed JSON answer, without a network.
 type answer struct {
 	status int
 	body   []byte
 }
 
 func (a answer) RoundTrip(r *http.Request) (*http.Response, error) {
-	return &http.Response{StatusCode: a.status, Header: http.Header{}, Body: io.NopCloser(bytes.NewReader(a.body)), Request: r}, nil
+	h := http.Header{"Content-Type": {"application/json"}}
+	return &http.Response{StatusCode: a.status, Header: h, Body: io.NopCloser(bytes.NewReader(a.body)), Request: r}, nil
 }
 
-// FuzzSummarizerResponse feeds any status and body to both providers' response decoding:
-// the answer is a trimmed, non-empty summary (2xx only) or an *APIError with that status,
-// one attempt, and a short, valid UTF-8 message that never quotes a 2xx body (which holds
-// conversation content: errors must not).
+// FuzzSummarizerResponse feeds any status and body, through the SDKs, to both providers'
+// answer handling: the answer is a trimmed, non-empty summary (2xx only) or an *APIError with
+// that status, one attempt, and a short, valid UTF-8 message that never quotes a 2xx body
+// (which holds conversation content: errors must not) nor the key.
 func FuzzSummarizerResponse(f *testing.F) {
 	f.Add(false, uint16(0), []byte(`{"choices":[{"message":{"content":" the summary \n"},"finish_reason":"stop"}]}`))
 	f.Add(false, uint16(0), []byte(`{"choices":[{"message":{"content":null,"refusal":"no: secret text"}}]}`))
@@ -36,10 +37,10 @@ func FuzzSummarizerResponse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, anthropic bool, status uint16, body []byte) {
 		code := 200 + int(status)%400
 		cfg := HTTPConfig{
-			Endpoint: "http://provider.test", Model: "m", APIKey: "k", MaxAttempts: 1,
+			Endpoint: "http://provider.test", Model: "m", APIKey: "sk-fuzz-key", MaxAttempts: 1,
 			HTTPClient: &http.Client{Transport: answer{code, body}},
 		}
-		var complete func(ctx context.Context, system, user string, maxTokens int) (string, error)
+		var complete completeFunc
 		if anthropic {
 			c, err := newAnthropicCompleter(cfg)
 			if err != nil {
@@ -58,8 +59,8 @@ func FuzzSummarizerResponse(f *testing.F) {
 			if code >= 300 {
 				t.Fatalf("a summary from status %d", code)
 			}
-			if summary == "" || summary != strings.TrimSpace(summary) {
-				t.Fatalf("summary %q is empty or not trimmed", summary)
+			if summary.Text == "" || summary.Text != strings.TrimSpace(summary.Text) {
+				t.Fatalf("summary %q is empty or not trimmed", summary.Text)
 			}
 			return
 		}
@@ -76,7 +77,7 @@ func FuzzSummarizerResponse(f *testing.F) {
 		if quoted := bytes.TrimSpace(body); code < 300 && len(quoted) >= 8 && strings.Contains(err.Error(), string(quoted)) {
 			t.Fatalf("error quotes the response body: %v", err)
 		}
-		for _, secret := range []string{"secret text", "the summary"} {
+		for _, secret := range []string{"secret text", "the summary", "sk-fuzz-key"} {
 			if strings.Contains(err.Error(), secret) {
 				t.Fatalf("error quotes the response: %v", err)
 			}
@@ -98,5 +99,23 @@ func TestAnswerErrorKeepsTheStatus(t *testing.T) {
 	var apiErr *APIError
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusAccepted || !strings.Contains(err.Error(), "202 Accepted") {
 		t.Fatalf("got %v, want an APIError with status 202", err)
+	}
+}
+
+// A body of null decodes, in both SDKs, to no answer and no error (found by
+// FuzzSummarizerResponse: a nil dereference).
+func TestNullResponse(t *testing.T) {
+	for _, provider := range []string{ProviderOpenAI, ProviderAnthropic} {
+		s, err := NewSummarizer(provider, HTTPConfig{
+			Endpoint: "http://provider.test", Model: "m", APIKey: "k", MaxAttempts: 1,
+			HTTPClient: &http.Client{Transport: answer{http.StatusOK, []byte("null")}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.Summarize(t.Context(), SummaryRequest{Messages: foldedMessages()})
+		if err == nil || !strings.Contains(err.Error(), "200 OK: no summary: a response of null (after 1 attempt)") {
+			t.Errorf("%s: %v", provider, err)
+		}
 	}
 }
