@@ -51,7 +51,22 @@ def main():
     ])
     assert done.wait(20), got
     assert got == ["py-u2", "py-a2"], got
-    print("python client: append, idempotent retry, read, page, conflict, follow: ok")
+    checked = "append, idempotent retry, read, page, conflict, follow"
+    if os.environ.get("PARLEY_RESET_TOKEN"):
+        editor = parley_client.Client(os.environ["PARLEY_API_URL"], token=os.environ["PARLEY_RESET_TOKEN"])
+        try:
+            api.reset(ns, name, keep_system=True)
+            raise AssertionError("an agent token without delete reset the history")
+        except parley_client.Problem as p:
+            assert p.status == 403 and p.type.endswith("/forbidden"), p
+        done = editor.reset(ns, name, keep_system=True, reset_id="py-reset-1")
+        assert done["cleared"] == 4 and done["checkpoint"], done
+        again = editor.reset(ns, name, keep_system=True, reset_id="py-reset-1")
+        assert again == done, (again, done)
+        summary = editor.conversation(ns, name)
+        assert summary["messages"] == 0 and summary["epoch"] == done["epoch"], summary
+        checked += ", reset (403 without delete, idempotent by id)"
+    print("python client: " + checked + ": ok")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ connection failures are retried with backoff, honouring Retry-After. Errors from
 
 import json
 import os
+import secrets
 import ssl
 import time
 import urllib.error
@@ -80,6 +81,16 @@ class Client:
 
     def compact(self, namespace, name):
         return self._call("POST", _path(namespace, name) + "/compact", {})
+
+    def reset(self, namespace, name, keep_system=False, reset_id=None):
+        """Clear the history once a Reset Checkpoint holds it (needs delete on
+        conversations/history); returns {"epoch", "checkpoint", "cleared", "kept"}. reset_id makes
+        a retry answer the first reset instead of clearing again; without one a fresh id is made
+        for this call and repeated on its own retries."""
+        body = {"id": reset_id or secrets.token_hex(16)}
+        if keep_system:
+            body["keepSystem"] = True
+        return self._call("POST", _path(namespace, name) + "/reset", body)
 
     def follow(self, namespace, name, after=0):
         """Yield messages appended after the sequence `after`, resuming a dropped stream."""

@@ -11,22 +11,23 @@ import (
 const maxBatchBytes = 256 << 10
 
 // AppendAll appends records in order, in batches of at most maxBatchBytes, and returns their
-// sequence numbers. Record ids make it safe to call again after a failure: records already
-// stored keep their sequence and are not written twice.
-func AppendAll(ctx context.Context, h history.History, records []history.Record) ([]uint64, error) {
-	seqs := make([]uint64, 0, len(records))
+// sequence numbers, the epoch and the head the last batch left. Record ids make it safe to call
+// again after a failure: records already stored keep their sequence and are not written twice.
+func AppendAll(ctx context.Context, h history.History, records []history.Record) (history.Appended, error) {
+	all := history.Appended{Sequences: make([]uint64, 0, len(records))}
 	for start := 0; start < len(records); {
 		end, size := start, 0
 		for end < len(records) && (end == start || size+len(records[end].Data) <= maxBatchBytes) {
 			size += len(records[end].Data)
 			end++
 		}
-		got, err := h.Append(ctx, records[start:end])
+		got, err := h.AppendWith(ctx, records[start:end], history.AppendOptions{})
 		if err != nil {
-			return seqs, err
+			return all, err
 		}
-		seqs = append(seqs, got...)
+		all.Sequences = append(all.Sequences, got.Sequences...)
+		all.Epoch, all.Head = got.Epoch, got.Head
 		start = end
 	}
-	return seqs, nil
+	return all, nil
 }

@@ -23,21 +23,21 @@ type flakyHistory struct {
 
 var errInjected = errors.New("injected append failure")
 
-func (f *flakyHistory) Append(ctx context.Context, records []history.Record) ([]uint64, error) {
+func (f *flakyHistory) AppendWith(ctx context.Context, records []history.Record, opts history.AppendOptions) (history.Appended, error) {
 	ids := make([]string, 0, len(records))
 	for _, r := range records {
 		ids = append(ids, r.ID)
 	}
 	f.batches = append(f.batches, ids)
 	if len(f.batches) != f.failAt {
-		return f.History.Append(ctx, records)
+		return f.History.AppendWith(ctx, records, opts)
 	}
 	if f.afterStore {
-		if _, err := f.History.Append(ctx, records); err != nil {
-			return nil, err
+		if _, err := f.History.AppendWith(ctx, records, opts); err != nil {
+			return history.Appended{}, err
 		}
 	}
-	return nil, errInjected
+	return history.Appended{}, errInjected
 }
 
 func sized(id string, n int) history.Record {
@@ -116,7 +116,8 @@ func TestAppendAllInterruptedImport(t *testing.T) {
 	for _, afterStore := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stored before the failure: %v", afterStore), func(t *testing.T) {
 			h := &flakyHistory{History: newHistory(t), failAt: 2, afterStore: afterStore}
-			seqs, err := AppendAll(t.Context(), h, records[:len(records)-1])
+			got, err := AppendAll(t.Context(), h, records[:len(records)-1])
+			seqs := got.Sequences
 			if !errors.Is(err, errInjected) {
 				t.Fatalf("first attempt: %v, want the injected failure", err)
 			}
@@ -127,10 +128,11 @@ func TestAppendAllInterruptedImport(t *testing.T) {
 				t.Fatalf("the first attempt went on after the failure: %d appends", len(h.batches))
 			}
 
-			seqs, err = AppendAll(t.Context(), h, records)
+			got, err = AppendAll(t.Context(), h, records)
 			if err != nil {
 				t.Fatal(err)
 			}
+			seqs = got.Sequences
 			entries := readAll(t, h.History)
 			stored := make([]string, 0, len(entries))
 			for i, e := range entries {

@@ -30,6 +30,10 @@ type Compaction struct {
 	// appended after Through were carried into the new epoch as they were.
 	FromEpoch uint64 `json:"fromEpoch"`
 	Through   uint64 `json:"through"`
+	// SummarizerUsage is what the summarizer's provider reported the summary cost (Summarize;
+	// zero when it reported nothing). TokensAfter counts the summary with the conversation's
+	// tokenizer instead, which may not be the summarizer model's.
+	SummarizerUsage conversation.Usage `json:"summarizerUsage,omitzero"`
 }
 
 // CompactionRecord encodes the record that opens a compacted epoch.

@@ -71,6 +71,8 @@ func handState() conversation.State {
 	s := conversation.NewState("hand-made")
 	s.CWD = "/workspace"
 	s.Extra = jsontext.Value(`{"futureField":{"x":1}}`)
+	// An OpenCode export's session info, kept for its exporter.
+	s.Source = conversation.Source{Kind: conversation.SourceOpenCode, IDs: []string{"ses_1"}, Raw: jsontext.Value(`{"info":{"id":"ses_1","title":"hand-made"},"version":"1.0"}`)}
 	s.System = &conversation.Message{ID: "sys-1", Role: conversation.RoleSystem, Blocks: []conversation.Block{text("Be brief.")}}
 	s.Messages = numbered(
 		msg("u1", conversation.RoleUser, text("list the files"), conversation.Block{
@@ -124,11 +126,11 @@ func newHistory(t testing.TB) history.History {
 
 func appendAll(t testing.TB, h history.History, records ...history.Record) []uint64 {
 	t.Helper()
-	seqs, err := AppendAll(t.Context(), h, records)
+	got, err := AppendAll(t.Context(), h, records)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return seqs
+	return got.Sequences
 }
 
 func readAll(t testing.TB, h history.History) []history.Entry {
@@ -190,6 +192,7 @@ func parts(t testing.TB, s *conversation.State) map[string]string {
 	for name, v := range map[string]any{
 		"messages": msgs, "system": s.System, "subagents": s.Subagents, "records": s.Records,
 		"adapters": s.Adapters, "cwd": s.CWD, "extra": s.Extra, "schemaVersion": s.SchemaVersion,
+		"source": s.Source,
 	} {
 		data, err := json.Marshal(v, json.Deterministic(true))
 		if err != nil {

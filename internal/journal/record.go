@@ -46,16 +46,23 @@ var ErrDecode = errors.New("journal: undecodable record")
 
 // envelope is a record's JSON: a kind and the one member that kind uses.
 type envelope struct {
-	Kind     Kind                       `json:"kind"`
-	Message  *conversation.Message      `json:"message,omitzero"`
-	Event    *conversation.Event        `json:"event,omitzero"`
-	Subagent *conversation.Subagent     `json:"subagent,omitzero"`
-	Record   *conversation.RawRecord    `json:"record,omitzero"`
-	Adapters conversation.AdapterStates `json:"adapters,omitzero"`
-	CWD      string                     `json:"cwd,omitzero"`
-	Extra    jsontext.Value             `json:"extra,omitzero"`
+	Kind     Kind                    `json:"kind"`
+	Message  *conversation.Message   `json:"message,omitzero"`
+	Event    *conversation.Event     `json:"event,omitzero"`
+	Subagent *conversation.Subagent  `json:"subagent,omitzero"`
+	Record   *conversation.RawRecord `json:"record,omitzero"`
+	// Transcript is a line of the agent's own transcript (KindTranscript).
+	Transcript *TranscriptLine            `json:"transcript,omitzero"`
+	Adapters   conversation.AdapterStates `json:"adapters,omitzero"`
+	CWD        string                     `json:"cwd,omitzero"`
+	// Source is the transcript's own fields (State.Source, KindSession), e.g. an OpenCode
+	// export's session info, which its exporter writes back.
+	Source *conversation.Source `json:"source,omitzero"`
+	Extra  jsontext.Value       `json:"extra,omitzero"`
 	// Compaction describes the compaction that wrote the epoch (KindCompaction).
 	Compaction *Compaction `json:"compaction,omitzero"`
+	// Reset describes the reset that wrote the epoch (KindReset).
+	Reset *Reset `json:"reset,omitzero"`
 }
 
 var codec = json.JoinOptions(jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true))
@@ -143,8 +150,12 @@ func StateRecords(s *conversation.State, prefix string) ([]history.Record, error
 		}
 		return err
 	}
-	if s.CWD != "" || len(s.Extra) > 0 {
-		if err := add(prefix+"session", &envelope{Kind: KindSession, CWD: s.CWD, Extra: s.Extra}); err != nil {
+	if s.CWD != "" || len(s.Extra) > 0 || sourceSet(&s.Source) {
+		env := &envelope{Kind: KindSession, CWD: s.CWD, Extra: s.Extra}
+		if sourceSet(&s.Source) {
+			env.Source = &s.Source
+		}
+		if err := add(prefix+"session", env); err != nil {
 			return nil, err
 		}
 	}
@@ -210,4 +221,8 @@ func StateRecords(s *conversation.State, prefix string) ([]history.Record, error
 		}
 	}
 	return out, nil
+}
+
+func sourceSet(s *conversation.Source) bool {
+	return s.Kind != "" || len(s.IDs) > 0 || len(s.Raw) > 0
 }

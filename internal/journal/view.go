@@ -26,6 +26,8 @@ type View struct {
 	// LastCompaction describes the compaction that wrote this epoch; nil for an epoch no
 	// compaction wrote.
 	LastCompaction *Compaction
+	// LastReset describes the reset that wrote this epoch; nil for an epoch no reset wrote.
+	LastReset *Reset
 	// Turns counts the main thread's assistant messages (turn numbers run 1..Turns).
 	Turns int
 
@@ -34,6 +36,8 @@ type View struct {
 	baseCount int            // CountState of the state without messages
 	msgCount  []int          // CountMessage of each main-thread message, aligned with State.Messages
 	total     int
+	// tx holds the agent's transcript lines once the epoch has one (transcript_fold.go).
+	tx *transcriptFold
 }
 
 // NewView returns the view of an empty epoch. counter may be nil (no token counts).
@@ -50,24 +54,50 @@ func (v *View) Tokens() int { return v.total }
 // Messages counts the main thread's messages.
 func (v *View) Messages() int { return len(v.State.Messages) }
 
-// Refresh reads the entries appended since the view was last brought up to date. When the
-// history moved to another epoch (a compaction), it rebuilds the view from that epoch.
+// Refresh reads the entries appended since the view was last brought up to date, in one read
+// of the store when they fit a page: the page says where the head is. When the history moved to
+// another epoch (a compaction), it rebuilds the view from that epoch.
 func (v *View) Refresh(ctx context.Context, h history.History) error {
-	head, err := h.Head(ctx)
+	page, err := h.Read(ctx, history.ReadOptions{From: v.Sequence + 1})
 	if err != nil {
 		return err
 	}
+	head := page.Head
 	if head.Epoch != v.Epoch && v.Sequence > 0 || head.Sequence < v.Sequence {
 		fresh := NewView(v.State.SessionID, v.counter)
 		*v = *fresh
+		// The page was read from the old view's sequence in the new epoch: read again.
+		page = history.Page{Epoch: head.Epoch, Next: 1}
 	}
 	v.Epoch, v.Bytes = head.Epoch, head.Bytes
-	if head.Sequence == v.Sequence {
-		return nil
-	}
-	for e, err := range history.All(ctx, h, head.Epoch, v.Sequence+1) {
-		if err != nil {
+	for _, e := range page.Entries {
+		if err := v.foldOne(e); err != nil {
 			return err
+		}
+	}
+	if page.Next != 0 {
+		for e, err := range history.All(ctx, h, page.Epoch, page.Next) {
+			if err != nil {
+				return err
+			}
+			if err := v.foldOne(e); err != nil {
+				return err
+			}
+		}
+	}
+	return v.settleTranscript()
+}
+
+// Fold applies entries this process has just appended, with the sequences the store assigned,
+// so the next Refresh finds the view at the head and reads nothing more. Entries the view
+// already holds are skipped; at the first gap Fold stops and leaves the rest to Refresh.
+func (v *View) Fold(entries []history.Entry) error {
+	for _, e := range entries {
+		switch {
+		case e.Seq <= v.Sequence:
+			continue
+		case e.Seq != v.Sequence+1:
+			return nil
 		}
 		if err := v.Apply(e); err != nil {
 			return err
@@ -78,6 +108,15 @@ func (v *View) Refresh(ctx context.Context, h history.History) error {
 
 // Apply folds one entry into the view. Entries must come in sequence order.
 func (v *View) Apply(e history.Entry) error {
+	if err := v.foldOne(e); err != nil {
+		return err
+	}
+	return v.settleTranscript()
+}
+
+// foldOne applies one entry, leaving the messages of transcript lines to settleTranscript, so
+// a Refresh of many lines imports them once.
+func (v *View) foldOne(e history.Entry) error {
 	if e.Seq <= v.Sequence {
 		return fmt.Errorf("journal: entry %d applied after %d", e.Seq, v.Sequence)
 	}
@@ -86,25 +125,50 @@ func (v *View) Apply(e history.Entry) error {
 		return err
 	}
 	v.Sequence = e.Seq
+	if env.Kind == KindTranscript {
+		if env.Transcript == nil {
+			return fmt.Errorf("%w: sequence %d: transcript record without a line", ErrDecode, e.Seq)
+		}
+		v.addTranscriptLine(env.Transcript, e.Seq)
+		return nil
+	}
+	if v.tx != nil {
+		v.tx.after = append(v.tx.after, e)
+	}
+	return v.applyEnvelope(&env, e.Seq)
+}
+
+// applyEntry applies an entry again after a transcript rebuild (decoded afresh: applying
+// events edits messages in place, so nothing of an earlier application is reused).
+func (v *View) applyEntry(e history.Entry) error {
+	env, err := decode(e)
+	if err != nil {
+		return err
+	}
+	return v.applyEnvelope(&env, e.Seq)
+}
+
+// applyEnvelope applies a decoded entry of any kind but KindTranscript.
+func (v *View) applyEnvelope(env *envelope, seq uint64) error {
 	s := &v.State
 	switch env.Kind {
 	case KindSystem:
 		if env.Message == nil {
-			return fmt.Errorf("%w: sequence %d: system record without a message", ErrDecode, e.Seq)
+			return fmt.Errorf("%w: sequence %d: system record without a message", ErrDecode, seq)
 		}
 		sys := *env.Message
 		s.System = &sys
 		v.recountBase()
 	case KindMessage:
 		if env.Message == nil {
-			return fmt.Errorf("%w: sequence %d: message record without a message", ErrDecode, e.Seq)
+			return fmt.Errorf("%w: sequence %d: message record without a message", ErrDecode, seq)
 		}
-		v.appendMessage(*env.Message, e.Seq)
+		v.appendMessage(*env.Message, seq)
 	case KindEvent:
 		if env.Event == nil {
-			return fmt.Errorf("%w: sequence %d: event record without an event", ErrDecode, e.Seq)
+			return fmt.Errorf("%w: sequence %d: event record without an event", ErrDecode, seq)
 		}
-		return v.applyEvent(env.Event, e.Seq)
+		return v.applyEvent(env.Event, seq)
 	case KindSubagent:
 		if env.Subagent != nil {
 			s.Subagents = append(s.Subagents, *env.Subagent)
@@ -119,12 +183,17 @@ func (v *View) Apply(e history.Entry) error {
 		if env.CWD != "" {
 			s.CWD = env.CWD
 		}
+		if env.Source != nil {
+			s.Source = *env.Source
+		}
 		if len(env.Extra) > 0 {
 			s.Extra = env.Extra
 		}
 		v.recountBase()
 	case KindCompaction:
 		v.LastCompaction = env.Compaction
+	case KindReset:
+		v.LastReset = env.Reset
 	case KindInitialized:
 		v.Initialized = true
 	default:

@@ -264,23 +264,28 @@ func TestViewApplyErrors(t *testing.T) {
 	}
 }
 
-// countingHistory counts what Refresh reads.
+// countingHistory counts what Refresh reads: round trips (Head and Read calls) and entries.
 type countingHistory struct {
 	history.History
-	reads, entries int
+	trips, entries int
 	from           []uint64
+}
+
+func (c *countingHistory) Head(ctx context.Context) (history.Head, error) {
+	c.trips++
+	return c.History.Head(ctx)
 }
 
 func (c *countingHistory) Read(ctx context.Context, opts history.ReadOptions) (history.Page, error) {
 	p, err := c.History.Read(ctx, opts)
-	c.reads++
+	c.trips++
 	c.entries += len(p.Entries)
 	c.from = append(c.from, opts.From)
 	return p, err
 }
 
-// Refresh reads only what was appended since, and rebuilds from the new epoch after a
-// compaction replaced the old one.
+// Refresh reads only what was appended since, in one round trip, and rebuilds from the new
+// epoch after a compaction replaced the old one.
 func TestViewRefresh(t *testing.T) {
 	must := mustRecord(t)
 	message := func(id string, role conversation.Role, s string) history.Record {
@@ -290,14 +295,14 @@ func TestViewRefresh(t *testing.T) {
 	h := &countingHistory{History: newHistory(t)}
 	counter := newCounter(t, tokens.Cl100kBase)
 	v := NewView("session", counter)
-	refresh := func(wantEntries int) {
+	refresh := func(wantEntries, wantTrips int) {
 		t.Helper()
-		h.reads, h.entries = 0, 0
+		h.trips, h.entries = 0, 0
 		if err := v.Refresh(t.Context(), h); err != nil {
 			t.Fatal(err)
 		}
-		if h.entries != wantEntries {
-			t.Errorf("refresh read %d entries, want %d", h.entries, wantEntries)
+		if h.entries != wantEntries || h.trips != wantTrips {
+			t.Errorf("refresh read %d entries in %d round trips, want %d in %d", h.entries, h.trips, wantEntries, wantTrips)
 		}
 		fresh := fold(t, counter, readAll(t, h.History))
 		if v.Sequence != fresh.Sequence || v.Tokens() != fresh.Tokens() || v.Turns != fresh.Turns {
@@ -313,18 +318,15 @@ func TestViewRefresh(t *testing.T) {
 		}
 	}
 
-	refresh(0) // an empty history
+	refresh(0, 1) // an empty history
 	appendAll(t, h, must(SystemRecord("Be brief.")), message("u1", conversation.RoleUser, "hello"), message("a1", conversation.RoleAssistant, "hi"))
-	refresh(3)
+	refresh(3, 1)
 	appendAll(t, h, message("u2", conversation.RoleUser, "and now?"), message("a2", conversation.RoleAssistant, "now this"))
-	refresh(2)
+	refresh(2, 1)
 	if last := h.from[len(h.from)-1]; last != 4 {
 		t.Errorf("second refresh read from %d, want 4", last)
 	}
-	refresh(0)
-	if h.reads != 0 {
-		t.Errorf("a refresh with nothing new read %d pages", h.reads)
-	}
+	refresh(0, 1) // nothing new: one read that finds nothing
 
 	// A compaction: a new epoch holds a summary, and carries what was appended after it read.
 	head, err := h.Head(t.Context())
@@ -339,7 +341,9 @@ func TestViewRefresh(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	refresh(7)
+	// The read from the view's position finds the new epoch (2 entries past it, discarded);
+	// the epoch is then read whole (7).
+	refresh(2+7, 2)
 	if v.Epoch == head.Epoch || v.Messages() != 6 || v.State.Messages[0].ID != "sum" || v.State.Messages[5].ID != "u3" {
 		t.Errorf("after the new epoch: epoch %d messages %d %v", v.Epoch, v.Messages(), v.State.Messages)
 	}
@@ -404,5 +408,65 @@ func TestViewRoleChange(t *testing.T) {
 				t.Errorf("tokens %d, CountState %d", v.Tokens(), counter.CountState(&v.State))
 			}
 		})
+	}
+}
+
+// Fold takes entries just appended: the view ends where a Refresh would, and the next Refresh
+// reads nothing. Held entries are skipped; a gap leaves the rest to Refresh.
+func TestViewFold(t *testing.T) {
+	must := mustRecord(t)
+	message := func(id string, role conversation.Role, s string) history.Record {
+		m := msg(id, role, text(s))
+		return must(MessageRecord(&m))
+	}
+	entries := func(records []history.Record, seqs []uint64) []history.Entry {
+		out := make([]history.Entry, len(seqs))
+		for i, seq := range seqs {
+			out[i] = history.Entry{Seq: seq, ID: records[i].ID, Data: records[i].Data}
+		}
+		return out
+	}
+	counter := newCounter(t, tokens.Cl100kBase)
+	h := &countingHistory{History: newHistory(t)}
+	folded, read := NewView("session", counter), NewView("session", counter)
+	if err := folded.Refresh(t.Context(), h); err != nil {
+		t.Fatal(err)
+	}
+
+	first := []history.Record{message("u1", conversation.RoleUser, "hi"), message("a1", conversation.RoleAssistant, "hello")}
+	firstEntries := entries(first, appendAll(t, h, first...))
+	if err := folded.Fold(firstEntries); err != nil {
+		t.Fatal(err)
+	}
+	// Folding again (a retried append answers the same sequences) changes nothing.
+	if err := folded.Fold(firstEntries); err != nil {
+		t.Fatal(err)
+	}
+	h.entries = 0
+	if err := folded.Refresh(t.Context(), h); err != nil || h.entries != 0 {
+		t.Fatalf("refresh after fold: err %v, %d entries read, want 0", err, h.entries)
+	}
+	if err := read.Refresh(t.Context(), h); err != nil {
+		t.Fatal(err)
+	}
+	if folded.Sequence != read.Sequence || folded.Messages() != read.Messages() || folded.Turns != read.Turns ||
+		folded.Tokens() != read.Tokens() || folded.Bytes != read.Bytes {
+		t.Errorf("folded view seq %d msgs %d turns %d tokens %d bytes %d; read view %d %d %d %d %d",
+			folded.Sequence, folded.Messages(), folded.Turns, folded.Tokens(), folded.Bytes,
+			read.Sequence, read.Messages(), read.Turns, read.Tokens(), read.Bytes)
+	}
+
+	// Another writer appended u2 in between: a2 is not folded past the gap; Refresh reads both.
+	appendAll(t, h, message("u2", conversation.RoleUser, "more"))
+	second := []history.Record{message("a2", conversation.RoleAssistant, "sure")}
+	if err := folded.Fold(entries(second, appendAll(t, h, second...))); err != nil {
+		t.Fatal(err)
+	}
+	if folded.Sequence != 2 {
+		t.Errorf("folded past a gap to sequence %d", folded.Sequence)
+	}
+	h.entries = 0
+	if err := folded.Refresh(t.Context(), h); err != nil || folded.Messages() != 4 || h.entries != 2 {
+		t.Errorf("refresh after a gap: err %v, %d messages, %d entries read", err, folded.Messages(), h.entries)
 	}
 }

@@ -20,8 +20,11 @@ type Views struct {
 	// Budget is DefaultViewBudget when zero.
 	Budget int64
 
-	mu       sync.Mutex
-	views    map[string]*viewEntry
+	mu    sync.Mutex
+	views map[string]*viewEntry
+	// total is the sum of the held views' bytes, kept as they change: summing on every use
+	// was quadratic in the number of histories (20 % of the manager's CPU at 10,000).
+	total    int64
 	counters map[string]tokens.Counter
 	clock    func() time.Time
 }
@@ -58,11 +61,51 @@ func (vs *Views) With(ctx context.Context, key, sessionID, tokenizer string, h h
 	return err
 }
 
+// Fold hands entries just appended to history key to its held view (View.Fold), when one is
+// held for this session and tokenizer; otherwise the next With reads them. A view that fails
+// to fold is dropped and rebuilt by the next With.
+func (vs *Views) Fold(key, sessionID, tokenizer string, entries []history.Entry) {
+	_, _ = vs.FoldAt(key, sessionID, tokenizer, entries, history.Head{}, nil)
+}
+
+// FoldAt is Fold for entries whose append answered head (history.Appended.Head). When the
+// folded view then stands exactly at head, it calls fn with the view, as With would after a
+// Refresh but without reading the store, and reports true; otherwise (no view held, another
+// writer's entries in between) it reports false and the caller uses With.
+func (vs *Views) FoldAt(key, sessionID, tokenizer string, entries []history.Entry, head history.Head, fn func(*View) error) (bool, error) {
+	vs.mu.Lock()
+	e, ok := vs.views[key]
+	vs.mu.Unlock()
+	if !ok {
+		return false, nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.view == nil || e.tokenizer != tokenizer || e.view.State.SessionID != sessionID {
+		return false, nil
+	}
+	if err := e.view.Fold(entries); err != nil {
+		e.view = nil
+		return false, nil
+	}
+	v := e.view
+	if fn == nil || v.Epoch != head.Epoch || v.Sequence != head.Sequence {
+		return false, nil
+	}
+	v.Bytes = head.Bytes
+	err := fn(v)
+	vs.account(key, e, v.Bytes)
+	return true, err
+}
+
 // Drop forgets the view of a history (deleted, or replaced by another writer's epoch).
 func (vs *Views) Drop(key string) {
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
-	delete(vs.views, key)
+	if e, ok := vs.views[key]; ok {
+		vs.total -= e.bytes
+		delete(vs.views, key)
+	}
 }
 
 // Len counts the views held.
@@ -92,16 +135,16 @@ func (vs *Views) entry(key string) *viewEntry {
 func (vs *Views) account(key string, e *viewEntry, bytes int64) {
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
+	if vs.views[key] != e {
+		return // dropped while in use: no longer held
+	}
+	vs.total += bytes - e.bytes
 	e.bytes = bytes
 	budget := vs.Budget
 	if budget <= 0 {
 		budget = DefaultViewBudget
 	}
-	var total int64
-	for _, x := range vs.views {
-		total += x.bytes
-	}
-	for total > budget {
+	for vs.total > budget {
 		var oldestKey string
 		var oldest *viewEntry
 		for k, x := range vs.views {
@@ -112,7 +155,7 @@ func (vs *Views) account(key string, e *viewEntry, bytes int64) {
 		if oldest == nil {
 			return
 		}
-		total -= oldest.bytes
+		vs.total -= oldest.bytes
 		delete(vs.views, oldestKey)
 	}
 }

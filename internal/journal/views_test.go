@@ -11,24 +11,31 @@ import (
 	"github.com/parley-dev/parley/pkg/history"
 )
 
-// failingHead fails Head while fail is set.
-type failingHead struct {
+// failingReads fails Head and Read while fail is set.
+type failingReads struct {
 	history.History
 	fail bool
 }
 
-func (f *failingHead) Head(ctx context.Context) (history.Head, error) {
+func (f *failingReads) Head(ctx context.Context) (history.Head, error) {
 	if f.fail {
 		return history.Head{}, history.ErrUnavailable
 	}
 	return f.History.Head(ctx)
 }
 
+func (f *failingReads) Read(ctx context.Context, opts history.ReadOptions) (history.Page, error) {
+	if f.fail {
+		return history.Page{}, history.ErrUnavailable
+	}
+	return f.History.Read(ctx, opts)
+}
+
 func TestViews(t *testing.T) {
 	m := msg("u1", conversation.RoleUser, text("hello there"))
 	record := mustRecord(t)(MessageRecord(&m))
 	inner := &countingHistory{History: newHistory(t)}
-	h := &failingHead{History: inner}
+	h := &failingReads{History: inner}
 	appendAll(t, h, record)
 
 	var vs Views
@@ -91,7 +98,107 @@ func TestViews(t *testing.T) {
 		t.Errorf("a view larger than the budget: err %v, %d views held", err, vs.Len())
 	}
 	vs.Drop("c")
+	if vs.Len() != 0 || vs.total != 0 {
+		t.Errorf("%d views holding %d bytes after Drop", vs.Len(), vs.total)
+	}
+
+	// A view dropped while in use is not counted when its use ends.
+	vs.Budget = 0
+	if err := vs.With(t.Context(), "d", "s", tokens.Approximate, h, func(*View) error { vs.Drop("d"); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if vs.Len() != 0 || vs.total != 0 {
+		t.Errorf("a view dropped in use: %d views holding %d bytes", vs.Len(), vs.total)
+	}
+	for _, key := range []string{"e", "f"} {
+		if err := with(key, "s", tokens.Approximate); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if vs.total != 2*size {
+		t.Errorf("two views of %d bytes counted as %d", size, vs.total)
+	}
+}
+
+func TestViewsFold(t *testing.T) {
+	must := mustRecord(t)
+	h := &countingHistory{History: newHistory(t)}
+	var vs Views
+	var seen *View
+	with := func() error {
+		return vs.With(t.Context(), "k", "s", tokens.Approximate, h, func(v *View) error { seen = v; return nil })
+	}
+	m := msg("u1", conversation.RoleUser, text("hello"))
+	rec := must(MessageRecord(&m))
+	entry := func(seq uint64) []history.Entry { return []history.Entry{{Seq: seq, ID: rec.ID, Data: rec.Data}} }
+
+	vs.Fold("k", "s", tokens.Approximate, entry(1)) // no view held yet: nothing to do
 	if vs.Len() != 0 {
-		t.Errorf("%d views after Drop", vs.Len())
+		t.Fatalf("Fold created a view")
+	}
+	// A view held from before the append takes the appended entry without reading it back.
+	if err := with(); err != nil {
+		t.Fatal(err)
+	}
+	seqs := appendAll(t, h, rec)
+	vs.Fold("k", "s", tokens.Approximate, entry(seqs[0]))
+	h.entries = 0
+	if err := with(); err != nil || seen.Messages() != 1 || h.entries != 0 {
+		t.Errorf("after Fold: err %v, %d messages, %d entries read", err, seen.Messages(), h.entries)
+	}
+	// Another session's or tokenizer's view is not touched.
+	vs.Fold("k", "other", tokens.Approximate, entry(2))
+	vs.Fold("k", "s", tokens.Cl100kBase, entry(2))
+	if seen.Sequence != 1 {
+		t.Errorf("a foreign Fold moved the view to %d", seen.Sequence)
+	}
+}
+
+func TestViewsFoldAt(t *testing.T) {
+	must := mustRecord(t)
+	h := &countingHistory{History: newHistory(t)}
+	var vs Views
+	hold := func() {
+		t.Helper()
+		if err := vs.With(t.Context(), "k", "s", tokens.Approximate, h, func(*View) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendOne := func(id string) ([]history.Entry, history.Appended) {
+		t.Helper()
+		m := msg(id, conversation.RoleUser, text("hello"))
+		rec := must(MessageRecord(&m))
+		got, err := AppendAll(t.Context(), h, []history.Record{rec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []history.Entry{{Seq: got.Sequences[0], ID: rec.ID, Data: rec.Data}}, got
+	}
+	var seen *View
+	keep := func(v *View) error { seen = v; return nil }
+
+	entries, got := appendOne("u1")
+	if ok, err := vs.FoldAt("k", "s", tokens.Approximate, entries, got.Head, keep); ok || err != nil {
+		t.Fatalf("no view held: FoldAt reported %v, %v", ok, err)
+	}
+	hold()
+	entries, got = appendOne("u2")
+	h.trips = 0
+	ok, err := vs.FoldAt("k", "s", tokens.Approximate, entries, got.Head, keep)
+	if !ok || err != nil || seen.Messages() != 2 || seen.Sequence != got.Head.Sequence || seen.Bytes != got.Head.Bytes || h.trips != 0 {
+		t.Fatalf("at the head: ok %v, err %v, view at %d with %d messages and %d bytes, head %+v, %d round trips to the store",
+			ok, err, seen.Sequence, seen.Messages(), seen.Bytes, got.Head, h.trips)
+	}
+
+	// Another writer's entry lands between the view and this append: not at the head.
+	appendOne("other")
+	entries, got = appendOne("u3")
+	seen = nil
+	if ok, err := vs.FoldAt("k", "s", tokens.Approximate, entries, got.Head, keep); ok || err != nil || seen != nil {
+		t.Fatalf("with a gap: FoldAt reported %v, %v and called fn: %v", ok, err, seen != nil)
+	}
+	hold() // the gap is read by the next With
+	if err := vs.With(t.Context(), "k", "s", tokens.Approximate, h, keep); err != nil || seen.Messages() != 4 {
+		t.Fatalf("after the gap: %v, %d messages, want 4", err, seen.Messages())
 	}
 }

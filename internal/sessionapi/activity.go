@@ -68,7 +68,7 @@ func (a *Activity) Flush(ctx context.Context) {
 	a.pending = nil
 	a.mu.Unlock()
 	for key, at := range batch {
-		patch := fmt.Appendf(nil, `{"status":{"lastActivityTime":%q}}`, at.UTC().Format(time.RFC3339))
+		patch := activityPatch(at)
 		conv := &parleyv1alpha1.Conversation{}
 		conv.Namespace, conv.Name = key.Namespace, key.Name
 		if err := a.Client.Status().Patch(ctx, conv, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
@@ -83,6 +83,14 @@ func (a *Activity) Flush(ctx context.Context) {
 			a.mu.Unlock()
 		}
 	}
+}
+
+// activityPatch is the status patch for activity at t. The time keeps its fraction of a second:
+// in whole seconds, activity after a flush but within the same second wrote the same value
+// again, a patch that changes nothing and so wakes no reconcile, and the counts of the last
+// appends stayed out of status until some other event.
+func activityPatch(t time.Time) []byte {
+	return fmt.Appendf(nil, `{"status":{"lastActivityTime":%q}}`, t.UTC().Format(time.RFC3339Nano))
 }
 
 func (a *Activity) now() time.Time {

@@ -81,6 +81,15 @@ func (a *Authorizer) authenticate(ctx context.Context, token string) (*caller, *
 	if err := a.Client.Create(ctx, tr); err != nil {
 		return nil, problem(503, wire.ProblemUnavailable, "Service Unavailable", "the API server could not review the token")
 	}
+	if !tr.Status.Authenticated {
+		// A person's own token (a kubeconfig's, sent by kubectl parley) is for the API server's
+		// audience. It gives the Session API nothing the API server would not grant that token:
+		// RBAC on conversations/history and the pod binding still decide.
+		tr = &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token}}
+		if err := a.Client.Create(ctx, tr); err != nil {
+			return nil, problem(503, wire.ProblemUnavailable, "Service Unavailable", "the API server could not review the token")
+		}
+	}
 	var c *caller
 	if tr.Status.Authenticated {
 		c = &caller{user: tr.Status.User}
@@ -94,7 +103,7 @@ func (a *Authorizer) authenticate(ctx context.Context, token string) (*caller, *
 	}
 	store(a, &a.tokens, key, c)
 	if c == nil {
-		return nil, problem(401, wire.ProblemUnauthorized, "Unauthorized", "the token was not accepted (expired, revoked, or not for audience parley)")
+		return nil, problem(401, wire.ProblemUnauthorized, "Unauthorized", "the token was not accepted (expired, revoked, or for neither audience parley nor the API server)")
 	}
 	return c, nil
 }

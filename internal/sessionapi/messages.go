@@ -99,6 +99,10 @@ func uintParam(s string, def uint64) (uint64, error) {
 // appendMessages stores a batch: validated as a whole first (nothing is half-applied by a bad
 // message), refused with 409 when an id is already stored with other content, and answered
 // only after the store acknowledged every record. A retry with the same ids stores nothing twice.
+//
+// The conflict check runs inside the store's commit (journal.SameMessage), so it cannot be
+// overtaken by another replica's append, and an append costs no read of the history: one
+// request to the store when the batch fits the index's open tail.
 func (s *Server) appendMessages(w http.ResponseWriter, r *http.Request, req *request) *wire.Problem {
 	var body wire.AppendRequest
 	if p := s.decode(w, r, &body); p != nil {
@@ -123,26 +127,6 @@ func (s *Server) appendMessages(w http.ResponseWriter, r *http.Request, req *req
 		}
 	}
 	msgs := scratch.Messages
-
-	var epoch uint64
-	var h history.History
-	p := s.withView(r, req, func(hist history.History, v *journal.View) *wire.Problem {
-		h, epoch = hist, v.Epoch
-		for i := range msgs {
-			if old, ok := v.Message(msgs[i].ID); ok {
-				probe := conversation.NewState("")
-				probe.Messages = []conversation.Message{*old}
-				if _, err := probe.AppendMessage(msgs[i]); errors.Is(err, conversation.ErrConflict) {
-					return problem(409, wire.ProblemConflict, "Conflict",
-						fmt.Sprintf("message id %s is already stored with other content", msgs[i].ID))
-				}
-			}
-		}
-		return nil
-	})
-	if p != nil {
-		return p
-	}
 	records := make([]history.Record, len(msgs))
 	for i := range msgs {
 		m := msgs[i]
@@ -153,14 +137,24 @@ func (s *Server) appendMessages(w http.ResponseWriter, r *http.Request, req *req
 		}
 		records[i] = rec
 	}
-	seqs, err := h.Append(r.Context(), records)
+	if p := historyReady(req.conv, false); p != nil {
+		return p
+	}
+	h, err := s.Stores.Open(r.Context(), req.conv, false)
+	if err != nil {
+		return storeProblem(err)
+	}
+	res, err := h.AppendWith(r.Context(), records, history.AppendOptions{Same: journal.SameMessage})
+	if errors.Is(err, conversation.ErrConflict) {
+		return problem(409, wire.ProblemConflict, "Conflict", err.Error())
+	}
 	if err != nil {
 		return storeProblem(err)
 	}
 	if s.Activity != nil {
 		s.Activity.Touch(req.conv)
 	}
-	writeJSON(w, http.StatusOK, wire.AppendResponse{Epoch: epoch, Sequences: seqs})
+	writeJSON(w, http.StatusOK, wire.AppendResponse{Epoch: res.Epoch, Sequences: res.Sequences})
 	return nil
 }
 

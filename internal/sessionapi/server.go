@@ -65,6 +65,8 @@ type Server struct {
 	// Activity batches lastActivityTime writes; nil writes none.
 	Activity *Activity
 	Limits   Limits
+	// ResetWait bounds how long a reset waits for its Checkpoint (DefaultResetWait when zero).
+	ResetWait time.Duration
 	// TLS, when set, serves HTTPS with it; plain HTTP otherwise (local runs only).
 	TLS TLSSetup
 
@@ -119,7 +121,13 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("PUT "+base+"/adapter-state", s.serve(AccessWrite, s.putAdapterState))
 	mux.HandleFunc("POST "+base+"/checkpoints", s.serve(AccessWrite, s.createCheckpoint))
 	mux.HandleFunc("POST "+base+"/compact", s.serve(AccessWrite, s.requestCompaction))
+	mux.HandleFunc("POST "+base+"/reset", s.serve(AccessReset, s.resetHistory))
 	mux.HandleFunc("GET "+base+"/resume", s.serve(AccessRead, s.getResume))
+	mux.HandleFunc("GET "+base+"/state", s.serve(AccessRead, s.getState))
+	mux.HandleFunc("POST "+base+"/import", s.serve(AccessWrite, s.appendImport))
+	mux.HandleFunc("POST "+base+"/transcript", s.serve(AccessWrite, s.appendTranscript))
+	mux.HandleFunc("GET "+base+"/transcript", s.serve(AccessRead, s.getTranscript))
+	mux.HandleFunc("GET "+base+"/transcripts", s.serve(AccessRead, s.listTranscripts))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, problem(404, wire.ProblemNotFound, "Not Found", "no such endpoint: "+r.Method+" "+r.URL.Path), 0)
 	})
@@ -139,8 +147,7 @@ type handler func(w http.ResponseWriter, r *http.Request, req *request) *wire.Pr
 func (s *Server) serve(access Access, h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
-		token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		c, p := s.Auth.authenticate(ctx, strings.TrimSpace(token))
+		c, p := s.Auth.authenticate(ctx, bearerToken(r))
 		if p != nil {
 			writeProblem(w, p, 0)
 			return
@@ -177,6 +184,18 @@ func (s *Server) serve(access Access, h handler) http.HandlerFunc {
 			writeProblem(w, p, time.Second)
 		}
 	}
+}
+
+// bearerToken is the request's bearer token: from Authorization, or else from
+// Parley-Authorization, which the API server's service proxy passes on (it authenticates the
+// caller with Authorization and removes it before proxying).
+func bearerToken(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		h = r.Header.Get(wire.ProxyAuthorizationHeader)
+	}
+	token, _ := strings.CutPrefix(h, "Bearer ")
+	return strings.TrimSpace(token)
 }
 
 // throttle takes a token from key's limiter and says how long to wait when there is none.

@@ -1,0 +1,300 @@
+package apibench
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+	"github.com/parley-dev/parley/internal/compaction"
+	"github.com/parley-dev/parley/internal/controller"
+	"github.com/parley-dev/parley/internal/historystore"
+	"github.com/parley-dev/parley/internal/journal"
+	"github.com/parley-dev/parley/internal/sessionapi"
+	"github.com/parley-dev/parley/pkg/history/s3"
+	"github.com/parley-dev/parley/pkg/wire"
+	"github.com/parley-dev/parley/test/support/kubeenv"
+	"github.com/parley-dev/parley/test/support/repopath"
+	"github.com/parley-dev/parley/test/support/s3server"
+)
+
+const (
+	namespace = "apibench"
+	bucket    = "apibench"
+	s3Secret  = "s3"
+)
+
+var (
+	scheme = runtime.NewScheme()
+	// harness is the benchmark's own client (setup, waits, raw ConfigMap writes).
+	harness client.Client
+	// stores are the manager's history stores: the store-only phases use them as the Session
+	// API does.
+	stores *historystore.Stores
+	s3srv  *s3server.Server
+	// apiURL, apiCA and token reach the Session API as an agent would.
+	apiURL string
+	apiCA  []byte
+	token  string
+)
+
+// TestMain starts envtest, versitygw and the manager only when benchmarks run: `go test ./...`
+// without -bench passes through.
+func TestMain(m *testing.M) {
+	if !benchmarking() {
+		os.Exit(m.Run())
+	}
+	stop, err := start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	stop()
+	os.Exit(code)
+}
+
+func benchmarking() bool {
+	for _, arg := range os.Args[1:] {
+		if v, ok := strings.CutPrefix(arg, "-test.bench="); ok && v != "" {
+			return true
+		}
+	}
+	return false
+}
+
+func start() (func(), error) {
+	ctrllog.SetLogger(logr.Discard())
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, parleyv1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
+	}
+	root, err := repopath.Root()
+	if err != nil {
+		return nil, err
+	}
+	assets, err := kubeenv.AssetsDir()
+	if err != nil {
+		return nil, err
+	}
+	env := &crenvtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+		BinaryAssetsDirectory: assets,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting envtest from %s: %w", assets, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stops := make([]func(), 0, 3)
+	stops = append(stops, func() { _ = env.Stop() }, cancel)
+	stop := func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	if s3srv, err = s3server.Start(s3server.Options{}); err != nil {
+		stop()
+		return nil, err
+	}
+	stops = append(stops, s3srv.Stop)
+	if err := s3.EnsureBucket(ctx, s3.Config{
+		Endpoint: "http://" + s3srv.Endpoint, Bucket: bucket, Addressing: s3.AddressingPath,
+		AccessKeyID: s3srv.AccessKey, SecretAccessKey: s3srv.SecretKey,
+	}); err != nil {
+		stop()
+		return nil, err
+	}
+	hcfg := rest.CopyConfig(cfg)
+	hcfg.QPS, hcfg.Burst = -1, 0
+	if harness, err = client.New(hcfg, client.Options{Scheme: scheme}); err != nil {
+		stop()
+		return nil, err
+	}
+	if err := setupNamespace(ctx); err != nil {
+		stop()
+		return nil, err
+	}
+	if err := startManager(ctx, cfg); err != nil {
+		stop()
+		return nil, err
+	}
+	return stop, nil
+}
+
+// setupNamespace creates the namespace, the S3 credentials, and a ServiceAccount allowed to
+// read and write conversations/history (as config/rbac's agent role grants it), and mints its
+// token for audience parley with the TokenRequest API. The token is not bound to a pod: one
+// identity serves every client, authorised by RBAC alone.
+func setupNamespace(ctx context.Context) error {
+	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "agent"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: s3Secret}, Data: map[string][]byte{
+			s3.SecretAccessKeyID: []byte(s3srv.AccessKey), s3.SecretSecretAccessKey: []byte(s3srv.SecretKey),
+		}},
+		&rbacv1.Role{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "agent"},
+			Rules: []rbacv1.PolicyRule{{
+				APIGroups: []string{"parley.dev"}, Resources: []string{"conversations/" + sessionapi.HistorySubresource},
+				Verbs: []string{"get", "create"},
+			}},
+		},
+		&rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "agent"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "agent"},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: namespace, Name: "agent"}},
+		},
+	}
+	for _, o := range objs {
+		if err := harness.Create(ctx, o); err != nil {
+			return err
+		}
+	}
+	tr := &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{Audiences: []string{wire.Audience}}}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "agent"}}
+	if err := harness.SubResource("token").Create(ctx, sa, tr); err != nil {
+		return fmt.Errorf("minting the agent token: %w", err)
+	}
+	token = tr.Status.Token
+	return nil
+}
+
+// startManager wires the manager as cmd/manager does with its default flags (API rates, 16
+// concurrent reconciles, a separate client for ConfigMap histories, the Session API on every
+// replica with batched activity), without leader election, serving the API over TLS on a
+// loopback port with a certificate from a CA of this process.
+func startManager(ctx context.Context, cfg *rest.Config) error {
+	mcfg := rest.CopyConfig(cfg)
+	mcfg.QPS, mcfg.Burst = 500, 1000 // --kube-api-qps, --kube-api-burst
+	mgr, err := ctrl.NewManager(mcfg, ctrl.Options{
+		Scheme:  scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache:   cache.Options{ByObject: controller.AgentPodCache()},
+	})
+	if err != nil {
+		return err
+	}
+	hcfg := rest.CopyConfig(mcfg)
+	hcfg.QPS, hcfg.Burst = 600, 1200 // --history-api-qps, --history-api-burst
+	cmClient, err := client.New(hcfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	stores = &historystore.Stores{ConfigMaps: cmClient, Secrets: mgr.GetAPIReader()}
+	if err := mgr.Add(stores); err != nil {
+		return err
+	}
+	views := &journal.Views{}
+	if err := controller.SetupIndexes(ctx, mgr); err != nil {
+		return err
+	}
+	compactor := &compaction.Runner{
+		Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Stores: stores, Views: views, Clock: clock.RealClock{},
+	}
+	if err := mgr.Add(compactor); err != nil {
+		return err
+	}
+	if err := (&controller.ConversationReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
+		Recorder: mgr.GetEventRecorder("parley-conversation"), Stores: stores, Views: views, Compactor: compactor,
+		Clock: clock.RealClock{}, MaxConcurrentReconciles: 16,
+		AgentAPIURL: "https://parley-session-api.parley-system.svc:8082",
+	}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&controller.CheckpointReconciler{
+		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("parley-checkpoint"),
+		Stores: stores, Views: views,
+	}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	caPEM, caKey, err := sessionapi.NewCA()
+	if err != nil {
+		return err
+	}
+	tlsSetup, err := sessionapi.ServingTLS(caPEM, caKey, []string{"127.0.0.1"})
+	if err != nil {
+		return err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	apiURL, apiCA = "https://"+addr, caPEM
+	activity := &sessionapi.Activity{Client: mgr.GetClient()}
+	if err := mgr.Add(activity); err != nil {
+		return err
+	}
+	if err := mgr.Add(&sessionapi.Server{
+		Addr: addr, Reader: mgr.GetClient(), Writer: mgr.GetClient(), Stores: stores, Views: views,
+		Auth: &sessionapi.Authorizer{Client: mgr.GetClient()}, Activity: activity, TLS: tlsSetup,
+	}); err != nil {
+		return err
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- mgr.Start(ctx) }()
+	synced := make(chan bool, 1)
+	go func() { synced <- mgr.GetCache().WaitForCacheSync(ctx) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("the manager stopped: %w", err)
+	case ok := <-synced:
+		if !ok {
+			return fmt.Errorf("the manager's cache did not sync")
+		}
+	case <-time.After(time.Minute):
+		return fmt.Errorf("the manager's cache did not sync in a minute")
+	}
+	return waitListening(addr)
+}
+
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = ln.Close() }()
+	return ln.Addr().String(), nil
+}
+
+// waitListening waits until the Session API completes a TLS handshake (a bare TCP probe
+// would make the server log a failed handshake).
+func waitListening(addr string) error {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(apiCA)
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}); err == nil {
+			_ = c.Close()
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("the Session API did not listen on %s", addr)
+}

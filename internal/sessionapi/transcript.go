@@ -1,0 +1,111 @@
+package sessionapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/parley-dev/parley/internal/journal"
+	"github.com/parley-dev/parley/pkg/history"
+	"github.com/parley-dev/parley/pkg/wire"
+)
+
+// The agent's own transcript (Claude Agent SDK SessionStore, clients/typescript): lines
+// stored byte for byte as journal transcript records, which the conversation's view imports
+// into its messages, so the history and the transcript are one.
+
+// maxTranscriptPage bounds the lines of one GET …/transcript answer; maxTranscriptOffset
+// keeps offset arithmetic far from overflow.
+const (
+	maxTranscriptPage   = 1000
+	maxTranscriptOffset = 1 << 40
+)
+
+func (s *Server) appendTranscript(w http.ResponseWriter, r *http.Request, req *request) *wire.Problem {
+	var body wire.TranscriptAppendRequest
+	if p := s.decode(w, r, &body); p != nil {
+		return p
+	}
+	switch n := len(body.Entries); {
+	case n == 0:
+		return problem(422, wire.ProblemInvalid, "Unprocessable Content", "entries is empty")
+	case n > s.limits().MaxBatch:
+		return problem(413, wire.ProblemTooLarge, "Content Too Large", fmt.Sprintf("%d entries in one append; at most %d", n, s.limits().MaxBatch))
+	}
+	batch := body.Batch
+	if batch == "" {
+		batch = randomID()
+	}
+	entries := make([]jsontext.Value, len(body.Entries))
+	for i, e := range body.Entries {
+		entries[i] = jsontext.Value(e)
+	}
+	records, err := journal.TranscriptRecords(body.Subpath, batch, entries, time.Now())
+	if err != nil {
+		return problem(422, wire.ProblemInvalid, "Unprocessable Content", err.Error())
+	}
+	seqs, p := s.appendRecords(r, req, records)
+	if p != nil {
+		return p
+	}
+	writeJSON(w, http.StatusOK, wire.TranscriptAppendResponse{Sequences: seqs})
+	return nil
+}
+
+func (s *Server) getTranscript(w http.ResponseWriter, r *http.Request, req *request) *wire.Problem {
+	q := r.URL.Query()
+	subpath := q.Get("subpath")
+	if err := journal.CheckTranscriptSubpath(subpath); err != nil {
+		return problem(400, wire.ProblemMalformed, "Bad Request", err.Error())
+	}
+	offset, err := uintParam(q.Get("offset"), 0)
+	if err != nil || offset > maxTranscriptOffset {
+		return problem(400, wire.ProblemMalformed, "Bad Request", "offset must be a number of lines")
+	}
+	limit, err := uintParam(q.Get("limit"), maxTranscriptPage)
+	if err != nil || limit == 0 {
+		return problem(400, wire.ProblemMalformed, "Bad Request", "limit must be a positive number")
+	}
+	return s.withView(r, req, func(_ history.History, v *journal.View) *wire.Problem {
+		lines, exists, err := v.TranscriptLines(subpath)
+		if err != nil {
+			return problem(503, wire.ProblemUnavailable, "Service Unavailable", "the transcript could not be written out: "+err.Error())
+		}
+		page := wire.TranscriptPage{Subpath: subpath, Epoch: v.Epoch, Exists: exists, Entries: []json.RawMessage{}}
+		start := min(int(offset), len(lines))
+		end := start + min(int(limit), maxTranscriptPage, len(lines)-start)
+		for _, l := range lines[start:end] {
+			page.Entries = append(page.Entries, json.RawMessage(l))
+		}
+		if end < len(lines) {
+			page.Next = end
+		}
+		writeJSON(w, http.StatusOK, page)
+		return nil
+	})
+}
+
+func (s *Server) listTranscripts(w http.ResponseWriter, r *http.Request, req *request) *wire.Problem {
+	return s.withView(r, req, func(_ history.History, v *journal.View) *wire.Problem {
+		out := wire.TranscriptIndex{SessionID: req.conv.Status.SessionID, Epoch: v.Epoch, Transcripts: []wire.TranscriptInfo{}}
+		// A transcript that holds only what Parley had before the agent's first line was last
+		// changed when the conversation was.
+		changed := req.conv.CreationTimestamp.Time
+		if a := req.conv.Status.LastActivityTime; a != nil {
+			changed = a.Time
+		}
+		for _, t := range v.Transcripts() {
+			m := t.Modified
+			if m.IsZero() {
+				m = changed
+			}
+			m = m.UTC()
+			out.Transcripts = append(out.Transcripts, wire.TranscriptInfo{Subpath: t.Subpath, Modified: &m})
+		}
+		writeJSON(w, http.StatusOK, out)
+		return nil
+	})
+}
