@@ -5,7 +5,7 @@ import (
 )
 
 // CheckpointReason says why a checkpoint was taken.
-// +kubebuilder:validation:Enum=Manual;Crash;Compaction;Scheduled;Fork;Archive
+// +kubebuilder:validation:Enum=Manual;Crash;Compaction;Scheduled;Fork;Archive;Reset
 type CheckpointReason string
 
 const (
@@ -22,6 +22,9 @@ const (
 	// CheckpointArchive was taken when the session expired with expirationPolicy Archive: the
 	// final state, kept after the live history is removed.
 	CheckpointArchive CheckpointReason = "Archive"
+	// CheckpointReset was taken before a reset cleared the history (POST …/reset): everything
+	// the history held, a turn still waiting for a tool included.
+	CheckpointReset CheckpointReason = "Reset"
 )
 
 // ConversationReference names a Conversation in the Checkpoint's namespace.

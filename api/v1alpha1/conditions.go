@@ -183,6 +183,9 @@ const (
 	EventStoreCleanupFailed = "StoreCleanupFailed"
 	// EventCompacted: a compaction wrote a new history epoch.
 	EventCompacted = "Compacted"
+	// EventHistoryReset: a reset (POST …/reset) wrote a new history epoch after its Reset
+	// Checkpoint.
+	EventHistoryReset = "HistoryReset"
 	// EventCompactionFailed: a compaction attempt failed and will be retried (Warning).
 	EventCompactionFailed = "CompactionFailed"
 	// EventAgentStarted: an agent pod was created (the first, or after a resume).
@@ -205,3 +208,14 @@ const (
 // one is run when the time is newer than status.lastCompaction.time, whatever the context's
 // size, unless the strategy is None.
 const AnnotationCompactRequestedAt = "parley.dev/compact-requested-at"
+
+// Annotations on a Reset Checkpoint (POST …/reset), the audit trail of a reset.
+const (
+	// AnnotationResetKey is a hash of the reset's Idempotency-Key: a retry with the same key
+	// finds this Checkpoint and answers the first reset's result.
+	AnnotationResetKey = "parley.dev/reset-key"
+	// AnnotationResetRequestedBy is the user who asked for the reset.
+	AnnotationResetRequestedBy = "parley.dev/reset-requested-by"
+	// AnnotationResetResult is set once the new epoch is written: {"epoch","cleared","kept"}.
+	AnnotationResetResult = "parley.dev/reset-result"
+)

@@ -30,6 +30,7 @@ import (
 	"github.com/parley-dev/parley/internal/journal"
 	"github.com/parley-dev/parley/internal/metrics"
 	"github.com/parley-dev/parley/internal/sessionapi"
+	"github.com/parley-dev/parley/internal/version"
 )
 
 var scheme = runtime.NewScheme()
@@ -78,11 +79,11 @@ func main() {
 		"Comma-separated namespaces to watch; empty watches all namespaces.")
 	flag.BoolVar(&o.enableHTTP2, "enable-http2", false,
 		"Serve metrics over HTTP/2 (off by default: CVE-2023-44487 and CVE-2023-39325).")
-	flag.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 100, "Queries per second to the API server for the controllers (status, events, Checkpoints).")
-	flag.IntVar(&o.kubeAPIBurst, "kube-api-burst", 200, "Burst of queries to the API server for the controllers.")
-	flag.Float64Var(&o.historyAPIQPS, "history-api-qps", 200,
+	flag.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 500, "Queries per second to the API server for the controllers (status, events, Checkpoints).")
+	flag.IntVar(&o.kubeAPIBurst, "kube-api-burst", 1000, "Burst of queries to the API server for the controllers.")
+	flag.Float64Var(&o.historyAPIQPS, "history-api-qps", 600,
 		"Queries per second to the API server for ConfigMap histories (their own client: history writes do not starve the controllers).")
-	flag.IntVar(&o.historyAPIBurst, "history-api-burst", 400, "Burst of queries to the API server for ConfigMap histories.")
+	flag.IntVar(&o.historyAPIBurst, "history-api-burst", 1200, "Burst of queries to the API server for ConfigMap histories.")
 	flag.IntVar(&o.concurrency, "max-concurrent-reconciles", 16,
 		"Conversations reconciled in parallel (a reconcile waits on the API server and the history store).")
 	flag.IntVar(&o.compactions, "max-concurrent-compactions", compaction.DefaultConcurrency,
@@ -103,9 +104,14 @@ func main() {
 		"A ConfigMap (key ca.crt, in each agent's namespace) mounted into agent pods as PARLEY_CA_FILE, for a Session API certificate agents do not trust otherwise.")
 	flag.DurationVar(&o.nodeLostGrace, "node-lost-grace", controller.DefaultNodeLostGrace,
 		"How long an agent pod's node may be NotReady before the agent counts as crashed (NodeLost) and is restarted elsewhere.")
+	showVersion := flag.Bool("version", false, "Print the version and build information and exit.")
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine) // --zap-log-level, --zap-encoder (json|console), ...
 	flag.Parse()
+	if *showVersion {
+		fmt.Println("parley manager " + version.Get().String())
+		return
+	}
 
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	if err := run(ctrl.SetupSignalHandler(), o); err != nil {
@@ -130,7 +136,9 @@ func run(ctx context.Context, o options) error {
 		metricsOpts.FilterProvider = authnAuthzFilter
 	}
 
-	cacheOpts := cache.Options{ByObject: controller.AgentPodCache()}
+	// managedFields are never read here, and at 10,000 Conversations they were 15-20 MB of
+	// the cache's live heap.
+	cacheOpts := cache.Options{ByObject: controller.AgentPodCache(), DefaultTransform: cache.TransformStripManagedFields()}
 	if ns := splitNamespaces(o.watchNamespaces); len(ns) > 0 {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
 		for _, n := range ns {

@@ -146,6 +146,7 @@ func (r *Runner) attempt(ctx context.Context, req Request, conv *parleyv1alpha1.
 	record := &journal.Compaction{
 		Time: r.Clock.Now().UTC(), Strategy: string(rec.Strategy), TokensBefore: rec.TokensBefore, TokensAfter: rec.TokensAfter,
 		MessagesFolded: rec.MessagesFolded, Checkpoint: req.Checkpoint, FromEpoch: snap.Epoch, Through: snap.Sequence,
+		SummarizerUsage: rec.SummaryUsage,
 	}
 	records, err := epochRecords(record, result, snap.Epoch+1)
 	if err != nil {
@@ -220,7 +221,11 @@ func (r *Runner) summarizer(ctx context.Context, conv *parleyv1alpha1.Conversati
 		timeout = DefaultSummarizerTimeout
 	}
 	// Two tries per attempt: the Runner's own backoff (minutes) handles longer outages.
-	return compact.NewSummarizer(string(spec.Provider), compact.HTTPConfig{
+	s, err := compact.NewSummarizer(string(spec.Provider), compact.HTTPConfig{
 		Endpoint: endpoint, Model: spec.Model, APIKey: apiKey, AttemptTimeout: timeout, MaxAttempts: 2,
 	})
+	if err != nil {
+		return nil, err
+	}
+	return metered(string(spec.Provider), s), nil
 }

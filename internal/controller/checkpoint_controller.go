@@ -193,8 +193,10 @@ func (r *CheckpointReconciler) writeSnapshot(ctx context.Context, ckpt *parleyv1
 			turn = int(min(*ckpt.Spec.Turn, math.MaxInt32))
 		}
 		state, cut := v.State, v.Turns
-		if ckpt.Spec.Reason != parleyv1alpha1.CheckpointArchive || turn != 0 {
-			// An Archive checkpoint keeps everything, even a turn still waiting for a tool.
+		whole := ckpt.Spec.Reason == parleyv1alpha1.CheckpointArchive || ckpt.Spec.Reason == parleyv1alpha1.CheckpointReset
+		if !whole || turn != 0 {
+			// An Archive or Reset checkpoint keeps everything, even a turn still waiting for a
+			// tool: what it does not hold, the reset keeps in the history.
 			if state, cut, err = journal.Cut(&v.State, turn); err != nil {
 				return err
 			}

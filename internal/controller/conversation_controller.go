@@ -8,7 +8,9 @@ import (
 
 	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -43,7 +45,7 @@ type ConversationReconciler struct {
 	Compactor Compactor
 	// Clock is the source of "now"; tests inject a fake one.
 	Clock clock.PassiveClock
-	// NewSessionID mints session ids; uuid v4 unless a test pins it.
+	// NewSessionID mints session ids; SessionIDFor(uid) unless a test pins it.
 	NewSessionID func() string
 	// MaxConcurrentReconciles bounds parallel reconciles (1 when zero).
 	MaxConcurrentReconciles int
@@ -61,6 +63,9 @@ type ConversationReconciler struct {
 	// Observe, when set, is told of every reconcile before it starts (tests count them to
 	// prove that an idle Conversation is not polled).
 	Observe func(ctrl.Request)
+
+	// own drops the watch events of this controller's own status writes.
+	own ownWrites
 }
 
 // +kubebuilder:rbac:groups=parley.dev,resources=conversations,verbs=get;list;watch;update;patch;delete
@@ -85,6 +90,7 @@ func (r *ConversationReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if err := r.Get(ctx, req.NamespacedName, conv); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	r.own.reconcileStarts(req.NamespacedName, conv.ResourceVersion)
 	if !conv.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, conv)
 	}
@@ -93,31 +99,34 @@ func (r *ConversationReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}
 
 	s := newConversationScope(conv, r.Clock.Now())
-	minted := decideSession(s, r.newSessionID)
+	minted := decideSession(s, func() string { return r.newSessionID(conv) })
 	exp := decideExpiry(s)
-	if !minted {
-		// The history is keyed by the session id: it is created only once that id is in
-		// status, so a lost status write can never leave a history under an unrecorded id.
-		r.reconcileHistory(ctx, s)
-		r.reconcileCompaction(ctx, s)
-		r.reconcileCheckpoints(ctx, s)
-		r.reconcileAgent(ctx, s)
-	}
+	// The history is keyed by the session id, and a minted id is derived from the object's
+	// uid: when this status write is lost, the next reconcile mints the same id and finds the
+	// history created here, so the history need not wait for the id to be recorded first.
+	r.reconcileHistory(ctx, s)
+	r.reconcileCompaction(ctx, s)
+	r.reconcileCheckpoints(ctx, s)
+	r.reconcileAgent(ctx, s)
 	summarizeConditions(s)
 
 	before := conv.DeepCopy()
 	conv.Status = s.status
+	if !apiequality.Semantic.DeepEqual(before.Status, conv.Status) {
+		r.own.note(before, &conv.Status)
+	}
 	if err := PatchStatus(ctx, r.Client, before, conv, conversationStatus); err != nil {
+		r.own.forget(req.NamespacedName)
 		if errors.Is(err, ErrStatusConflict) {
 			return ctrl.Result{RequeueAfter: conflictRetryDelay}, nil
 		}
 		return ctrl.Result{}, err
 	}
+	r.own.wrote(req.NamespacedName, conv.ResourceVersion)
 
+	announceStart(s, minted)
 	if minted {
 		log.Info("session started", "sessionID", s.status.SessionID)
-		s.event(parleyv1alpha1.EventSessionStarted, "Start", "session %s started; expires at %s",
-			s.status.SessionID, s.status.ExpiresAt.UTC().Format("2006-01-02T15:04:05Z"))
 	}
 	if exp.expiredNow {
 		log.Info("session expired", "sessionID", s.status.SessionID, "expiresAt", s.status.ExpiresAt)
@@ -166,11 +175,22 @@ func (r *ConversationReconciler) emit(obj runtime.Object, evs []pendingEvent) {
 	}
 }
 
-func (r *ConversationReconciler) newSessionID() string {
+func (r *ConversationReconciler) newSessionID(conv *parleyv1alpha1.Conversation) string {
 	if r.NewSessionID != nil {
 		return r.NewSessionID()
 	}
-	return uuid.NewString()
+	return SessionIDFor(conv.UID)
+}
+
+// sessionIDSpace is the UUID namespace of session ids derived from object uids.
+var sessionIDSpace = uuid.MustParse("5f0c3e4a-9d1b-4c67-8a2e-7b3d9f1e6c05")
+
+// SessionIDFor is the session id minted for the Conversation with this uid: a UUID v5 of the
+// uid. It is the same on every try (a retry after a lost status write finds the history the
+// first try created) and differs for a re-created object of the same name (which must not
+// inherit a retained history; pin spec.sessionID to continue one on purpose).
+func SessionIDFor(uid types.UID) string {
+	return uuid.NewSHA1(sessionIDSpace, []byte(uid)).String()
 }
 
 // SetupWithManager sets up the controller with the Manager. Call SetupIndexes first.
@@ -185,7 +205,8 @@ func (r *ConversationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Views = &journal.Views{}
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
-		For(&parleyv1alpha1.Conversation{}).
+		// The reconcile that wrote a status already acted on it: its own write wakes nothing.
+		For(&parleyv1alpha1.Conversation{}, builder.WithPredicates(r.own.predicate())).
 		// A Checkpoint becoming Ready moves latestCheckpoint and unblocks an Archive expiry.
 		Watches(&parleyv1alpha1.Checkpoint{}, handler.EnqueueRequestsFromMapFunc(conversationOfCheckpoint)).
 		// Agent pods: a crash, a start or a deletion wakes their Conversation at once.

@@ -99,15 +99,17 @@ func (r *ConversationReconciler) openHistory(ctx context.Context, s *conversatio
 		if !create {
 			return
 		}
-		if err = r.initialise(ctx, s, conv, h); err == nil {
-			sum, err = r.summarise(ctx, conv, h)
-		}
+		sum, err = r.initialise(ctx, s, conv, h)
 	}
 	if err != nil {
 		r.historyFailed(s, err)
 		return
 	}
 	s.summary = sum
+	if prev := s.status.History; sum.reset != nil && prev != nil && uint64(prev.Epoch) < sum.epoch {
+		s.event(parleyv1alpha1.EventHistoryReset, "Reset", "the history was reset into epoch %d: %d messages cleared, %d kept; Checkpoint %s holds the history before",
+			sum.epoch, sum.reset.Cleared, sum.reset.Kept, sum.reset.Checkpoint)
+	}
 	s.status.History = &parleyv1alpha1.HistoryStatus{
 		Messages: int64(sum.messages), Turns: int64(sum.turns), Bytes: sum.bytes,
 		Sequence: int64(sum.sequence), Epoch: int64(sum.epoch), Location: historystore.Location(conv),
@@ -139,18 +141,28 @@ func (r *ConversationReconciler) summarise(ctx context.Context, conv *parleyv1al
 	if err != nil {
 		return nil, err
 	}
-	var sum historySummary
+	var sum *historySummary
 	err = r.Views.With(ctx, key, conv.Status.SessionID, string(tokenizerOf(conv)), h, func(v *journal.View) error {
-		sum = historySummary{
-			sequence: v.Sequence, epoch: v.Epoch, bytes: v.Bytes, messages: v.Messages(), turns: v.Turns,
-			tokens: v.Tokens(), initialized: v.Initialized, adapter: latestAdapter(v.State.Adapters),
-		}
-		if n := len(v.State.Messages); n > 0 {
-			sum.lastMessageSeq = uint64(v.State.Messages[n-1].Seq)
-		}
+		sum = summaryOf(v)
 		return nil
 	})
-	return &sum, err
+	return sum, err
+}
+
+// summaryOf reads a view's figures.
+func summaryOf(v *journal.View) *historySummary {
+	sum := &historySummary{
+		sequence: v.Sequence, epoch: v.Epoch, bytes: v.Bytes, messages: v.Messages(), turns: v.Turns,
+		tokens: v.Tokens(), initialized: v.Initialized, adapter: latestAdapter(v.State.Adapters),
+	}
+	if n := len(v.State.Messages); n > 0 {
+		sum.lastMessageSeq = uint64(v.State.Messages[n-1].Seq)
+	}
+	if v.LastReset != nil {
+		rs := *v.LastReset
+		sum.reset = &rs
+	}
+	return sum
 }
 
 func tokenizerOf(conv *parleyv1alpha1.Conversation) parleyv1alpha1.Tokenizer {
@@ -170,19 +182,25 @@ func latestAdapter(states conversation.AdapterStates) *parleyv1alpha1.AdapterSta
 }
 
 // initialise writes the system prompt, the seed or the forked snapshot, then the initialised
-// marker. Every record id is derived from its content's own id, so a manager that died half-way
-// repeats the same appends and each lands once.
-func (r *ConversationReconciler) initialise(ctx context.Context, s *conversationScope, conv *parleyv1alpha1.Conversation, h history.History) error {
+// marker, and summarises the history after them. Every record id is derived from its content's
+// own id, so a manager that died half-way repeats the same appends and each lands once.
+func (r *ConversationReconciler) initialise(ctx context.Context, s *conversationScope, conv *parleyv1alpha1.Conversation, h history.History) (*historySummary, error) {
 	records, what, err := r.initRecords(ctx, conv)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	marker, err := journal.InitializedRecord()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if _, err := journal.AppendAll(ctx, h, append(records, marker)); err != nil {
-		return err
+	records = append(records, marker)
+	appended, err := journal.AppendAll(ctx, h, records)
+	if err != nil {
+		return nil, err
+	}
+	sum, err := r.summariseAppended(ctx, conv, h, records, appended)
+	if err != nil {
+		return nil, err
 	}
 	metrics.HistoriesCreated.WithLabelValues(backendOf(conv)).Inc()
 	switch what {
@@ -192,8 +210,31 @@ func (r *ConversationReconciler) initialise(ctx context.Context, s *conversation
 		s.event(parleyv1alpha1.EventSeedImported, "Import", "seed %s/%s imported (%d records)",
 			conv.Spec.Seed.ConfigMapKeyRef.Name, conv.Spec.Seed.ConfigMapKeyRef.Key, len(records))
 	}
-	s.event(parleyv1alpha1.EventHistoryCreated, "Create", "history created at %s", historystore.Location(conv))
-	return nil
+	s.historyCreated = historystore.Location(conv)
+	return sum, nil
+}
+
+// summariseAppended summarises the history after records this reconcile appended: the held
+// view learns them from here, not by reading them back, and when the append's answer shows no
+// other writer in between, the summary needs no read of the head either.
+func (r *ConversationReconciler) summariseAppended(ctx context.Context, conv *parleyv1alpha1.Conversation, h history.History,
+	records []history.Record, appended history.Appended,
+) (*historySummary, error) {
+	key, err := historystore.Key(conv)
+	if err != nil {
+		return nil, err
+	}
+	entries := make([]history.Entry, len(appended.Sequences))
+	for i, seq := range appended.Sequences {
+		entries[i] = history.Entry{Seq: seq, ID: records[i].ID, Data: records[i].Data}
+	}
+	var sum *historySummary
+	atHead, err := r.Views.FoldAt(key, conv.Status.SessionID, string(tokenizerOf(conv)), entries, appended.Head,
+		func(v *journal.View) error { sum = summaryOf(v); return nil })
+	if err != nil || atHead {
+		return sum, err
+	}
+	return r.summarise(ctx, conv, h)
 }
 
 // initRecords gathers what initialisation writes: a fork's snapshot, or the system prompt and

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+	"github.com/parley-dev/parley/internal/journal"
 	"github.com/parley-dev/parley/internal/lifecycle"
 )
 
@@ -39,8 +40,10 @@ type conversationScope struct {
 	agentStarted   agentStart
 	restartedAfter time.Time
 
-	events  []pendingEvent
-	requeue time.Duration
+	events []pendingEvent
+	// historyCreated names where this reconcile created and initialised the history.
+	historyCreated string
+	requeue        time.Duration
 	// retryErr, when set, makes the reconcile return an error after writing status, so the
 	// workqueue retries with exponential backoff (a missing Secret, an unreachable store).
 	retryErr error
@@ -59,6 +62,8 @@ type historySummary struct {
 	// lastMessageSeq is the sequence of the last message, the figure a Checkpoint's
 	// status.sequence records (sequence also counts events, adapter reports and markers).
 	lastMessageSeq uint64
+	// reset describes the reset that wrote the current epoch, nil when none did.
+	reset *journal.Reset
 }
 
 // pendingEvent is an event to emit once status is written.

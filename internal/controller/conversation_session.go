@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,4 +33,21 @@ func decideSession(s *conversationScope, newSessionID func() string) (minted boo
 		meta.RemoveStatusCondition(&st.Conditions, parleyv1alpha1.ConditionDegraded)
 	}
 	return minted
+}
+
+// announceStart emits the events of a session that started or a history that was created in
+// this reconcile: one event when both happened together (they usually do, and at 10,000 new
+// Conversations the second event was one write in six), HistoryCreated alone when the history
+// came later (a seed that appeared after the session started).
+func announceStart(s *conversationScope, minted bool) {
+	switch {
+	case minted && s.historyCreated != "":
+		s.event(parleyv1alpha1.EventSessionStarted, "Start", "session %s started with its history at %s; expires at %s",
+			s.status.SessionID, s.historyCreated, s.status.ExpiresAt.UTC().Format(time.RFC3339))
+	case minted:
+		s.event(parleyv1alpha1.EventSessionStarted, "Start", "session %s started; expires at %s",
+			s.status.SessionID, s.status.ExpiresAt.UTC().Format(time.RFC3339))
+	case s.historyCreated != "":
+		s.event(parleyv1alpha1.EventHistoryCreated, "Create", "history created at %s", s.historyCreated)
+	}
 }

@@ -1,9 +1,13 @@
 package controller
 
 import (
+	"slices"
 	"testing"
+	"time"
 
+	"github.com/google/uuid"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 )
@@ -61,6 +65,50 @@ func TestDecideSession(t *testing.T) {
 				t.Errorf("unexpected Degraded condition %+v", *c)
 			case tc.wantDegraded != "" && (c == nil || c.Reason != tc.wantDegraded || c.Status != metav1.ConditionTrue):
 				t.Errorf("Degraded = %+v, want True %s", c, tc.wantDegraded)
+			}
+		})
+	}
+}
+
+func TestSessionIDFor(t *testing.T) {
+	a, b := types.UID("0b6f3f0e-8a51-4d0c-9d7e-5a9f1f0c2e11"), types.UID("7c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f")
+	first := SessionIDFor(a)
+	id, err := uuid.Parse(first)
+	if err != nil || id.Version() != 5 {
+		t.Fatalf("SessionIDFor(%s) = %q (%v), want a UUID v5", a, first, err)
+	}
+	if again := SessionIDFor(a); again != first {
+		t.Errorf("the same uid gave %s, then %s: a retry after a lost status write would open another history", first, again)
+	}
+	if other := SessionIDFor(b); other == first {
+		t.Errorf("two uids gave the same session id %s: a re-created Conversation would inherit the history", first)
+	}
+}
+
+func TestAnnounceStart(t *testing.T) {
+	at := metav1.NewTime(time.Date(2026, 11, 23, 18, 0, 0, 0, time.UTC))
+	cases := []struct {
+		name           string
+		minted         bool
+		historyCreated string
+		want           []string
+	}{
+		{"both in one reconcile: one event", true, "configmap://ns/h", []string{"SessionStarted: session s1 started with its history at configmap://ns/h; expires at 2026-11-23T18:00:00Z"}},
+		{"a session whose history waits", true, "", []string{"SessionStarted: session s1 started; expires at 2026-11-23T18:00:00Z"}},
+		{"a history after its session", false, "configmap://ns/h", []string{"HistoryCreated: history created at configmap://ns/h"}},
+		{"neither", false, "", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &conversationScope{historyCreated: tc.historyCreated}
+			s.status.SessionID, s.status.ExpiresAt = "s1", &at
+			announceStart(s, tc.minted)
+			var got []string
+			for _, e := range s.events {
+				got = append(got, e.reason+": "+e.message)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("events %q, want %q", got, tc.want)
 			}
 		})
 	}

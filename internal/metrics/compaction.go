@@ -21,3 +21,10 @@ var CompactionTokensSaved = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "parley_compaction_tokens_saved_total",
 	Help: "Tokens removed from conversation contexts by compaction, by strategy.",
 }, []string{"strategy"})
+
+// CompactionSummarizerTokens sums the tokens summarizer providers reported for the summaries
+// they wrote, by provider and kind (input, output, cache_read, cache_write).
+var CompactionSummarizerTokens = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "parley_compaction_summarizer_tokens_total",
+	Help: "Tokens summarizer providers reported for the summaries they wrote, by provider and kind.",
+}, []string{"provider", "kind"})

@@ -68,7 +68,7 @@ func (c *ConversationCollector) Collect(ch chan<- prometheus.Metric) {
 // Register adds Parley's metrics to controller-runtime's registry, served on /metrics.
 func Register(reader client.Reader) {
 	ctrlmetrics.Registry.MustRegister(Expirations, HistoriesCreated, StoreErrors, CheckpointsCreated, Snapshots,
-		SnapshotBytes, ExpiryLateness, Compactions, CompactionDuration, CompactionTokensSaved,
+		SnapshotBytes, ExpiryLateness, Compactions, CompactionDuration, CompactionTokensSaved, CompactionSummarizerTokens,
 		AgentCrashes, AgentPodsStarted, AgentsFailed, CrashToStart, &ConversationCollector{Reader: reader})
 }
 

@@ -133,7 +133,7 @@ func start() (func(), error) {
 
 func startManager(ctx context.Context, cfg *rest.Config) error {
 	mcfg := rest.CopyConfig(cfg)
-	mcfg.QPS, mcfg.Burst = 100, 200 // --kube-api-qps, --kube-api-burst defaults
+	mcfg.QPS, mcfg.Burst = 500, 1000 // --kube-api-qps, --kube-api-burst defaults
 	mcfg.Wrap(calls.wrap)
 	mgr, err := ctrl.NewManager(mcfg, ctrl.Options{
 		Scheme:  scheme,
@@ -143,8 +143,8 @@ func startManager(ctx context.Context, cfg *rest.Config) error {
 	if err != nil {
 		return err
 	}
-	hcfg := rest.CopyConfig(mcfg)   // keeps the recording wrapper
-	hcfg.QPS, hcfg.Burst = 200, 400 // --history-api-qps, --history-api-burst defaults
+	hcfg := rest.CopyConfig(mcfg)    // keeps the recording wrapper
+	hcfg.QPS, hcfg.Burst = 600, 1200 // --history-api-qps, --history-api-burst defaults
 	cmClient, err := client.New(hcfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return err

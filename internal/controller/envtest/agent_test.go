@@ -187,7 +187,7 @@ var _ = Describe("Agent pods", func() {
 		Eventually(checkpointReady(ckpt)).Should(Succeed())
 		Expect(ckpt.Spec.Reason).To(Equal(parleyv1alpha1.CheckpointCrash))
 		Expect(ckpt.Status.Messages).To(Equal(int64(6)))
-		Expect(eventReasons(conv)).To(ContainElements(parleyv1alpha1.EventAgentCrashed, parleyv1alpha1.EventAgentRestarted))
+		Eventually(func() []string { return eventReasons(conv) }).Should(ContainElements(parleyv1alpha1.EventAgentCrashed, parleyv1alpha1.EventAgentRestarted))
 
 		kubelet(second, corev1.PodRunning, runningState())
 		Eventually(agentCondition(conv, metav1.ConditionTrue, parleyv1alpha1.ReasonPodRunning)).Should(Succeed())
@@ -238,7 +238,7 @@ var _ = Describe("Agent pods", func() {
 		Consistently(func() error {
 			return k8sClient.Get(ctx, clientKey(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: conv.Namespace, Name: agentpod.PodName(conv.Name, 4)}}), &corev1.Pod{})
 		}).WithTimeout(time.Second).Should(Satisfy(apierrors.IsNotFound))
-		Expect(eventReasons(conv)).To(ContainElement(parleyv1alpha1.EventAgentFailed))
+		Eventually(func() []string { return eventReasons(conv) }).Should(ContainElement(parleyv1alpha1.EventAgentFailed))
 	})
 
 	It("stops at a poison turn: three crashes in a row at the same turn", func() {

@@ -271,13 +271,15 @@ var _ = Describe("Compaction by the operator", func() {
 		v := loadState(conv)
 		Expect(v.Epoch).To(Equal(uint64(epoch)))
 		Expect(v.State.Messages).To(HaveLen(60))
-		Expect(eventReasons(conv)).To(ContainElement(parleyv1alpha1.EventCompactionFailed))
+		Eventually(func() []string { return eventReasons(conv) }).Should(ContainElement(parleyv1alpha1.EventCompactionFailed))
 		Expect(stub.calls.Load()).To(BeNumerically(">=", 2))
 
 		stub.status.Store(http.StatusOK)
 		Eventually(compactedTo(conv, epoch+1)).WithTimeout(60 * time.Second).Should(Succeed())
 		Expect(meta.FindStatusCondition(conv.Status.Conditions, parleyv1alpha1.ConditionDegraded)).To(BeNil())
 		Expect(conv.Status.Context.Percent).To(BeNumerically("<", 50))
+		By("the epoch's compaction record holds the usage the stub reported")
+		Expect(loadState(conv).LastCompaction.SummarizerUsage).To(Equal(conversation.Usage{Input: 100, Output: 8}))
 	})
 
 	It("compacts on demand with parley.dev/compact-requested-at, once", func() {

@@ -49,7 +49,8 @@ var _ = Describe("Conversation controller on a real apiserver", func() {
 
 		id, err := uuid.Parse(conv.Status.SessionID)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(id.Version()).To(Equal(uuid.Version(4)))
+		Expect(id.Version()).To(Equal(uuid.Version(5)))
+		Expect(conv.Status.SessionID).To(Equal(controller.SessionIDFor(conv.UID)))
 		Expect(conv.Status.Phase).To(Equal(parleyv1alpha1.ConversationActive))
 		Expect(conv.Status.ExpiresAt.Time).To(BeTemporally("==", conv.CreationTimestamp.Add(2*time.Hour)))
 		Expect(meta.IsStatusConditionTrue(conv.Status.Conditions, parleyv1alpha1.ConditionReady)).To(BeTrue())
@@ -60,11 +61,7 @@ var _ = Describe("Conversation controller on a real apiserver", func() {
 
 		By("keeping the same session id on later reconciles")
 		minted := conv.Status.SessionID
-		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			Expect(k8sClient.Get(ctx, clientKey(conv), conv)).To(Succeed())
-			conv.Spec.Lifetime.TTL = &metav1.Duration{Duration: 3 * time.Hour}
-			return k8sClient.Update(ctx, conv)
-		})).To(Succeed())
+		setTTL(conv, 3*time.Hour)
 		Eventually(func(g Gomega) {
 			fetch(conv)(g)
 			g.Expect(conv.Status.ObservedGeneration).To(Equal(conv.Generation))
@@ -160,14 +157,27 @@ var _ = Describe("Conversation controller on a real apiserver", func() {
 		})
 		Expect(k8sClient.Create(ctx, conv)).To(Succeed())
 		Eventually(historyReady(conv)).Should(Succeed())
-		// Settled: the reconcile of its own last status write changed nothing.
-		var settled int64
-		Eventually(func() int64 {
-			prev := settled
-			settled = reconcileCount(conv)
-			return settled - prev
-		}).WithPolling(time.Second).Should(BeZero())
+		settled := settledReconciles(conv)
 		Consistently(func() int64 { return reconcileCount(conv) }).WithTimeout(4 * time.Second).Should(Equal(settled))
+	})
+
+	It("acts on a change in one reconcile: the status it writes wakes no second one", func() {
+		conv := newConversation(parleyv1alpha1.ConversationSpec{
+			Lifetime: parleyv1alpha1.LifetimeSpec{TTL: &metav1.Duration{Duration: time.Hour}},
+		})
+		Expect(k8sClient.Create(ctx, conv)).To(Succeed())
+		Eventually(historyReady(conv)).Should(Succeed())
+		settled := settledReconciles(conv)
+		expiresAt := conv.Status.ExpiresAt
+
+		By("a new ttl: one reconcile moves status.expiresAt")
+		setTTL(conv, 2*time.Hour)
+		Eventually(func(g Gomega) {
+			fetch(conv)(g)
+			g.Expect(conv.Status.ExpiresAt.Equal(expiresAt)).To(BeFalse())
+		}).Should(Succeed())
+		Consistently(func() int64 { return reconcileCount(conv) }).WithTimeout(3*time.Second).Should(Equal(settled+1),
+			"the reconcile of the spec change wrote status; the watch event of that write must not wake another")
 	})
 
 	It("refuses a status write from a stale copy (optimistic lock), so a second session id is never minted", func() {
@@ -177,12 +187,7 @@ var _ = Describe("Conversation controller on a real apiserver", func() {
 		stale := conv.DeepCopy()
 
 		By("another writer changing the object after our read")
-		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			fresh := &parleyv1alpha1.Conversation{}
-			Expect(k8sClient.Get(ctx, clientKey(conv), fresh)).To(Succeed())
-			fresh.Spec.Lifetime.TTL = &metav1.Duration{Duration: 5 * time.Hour}
-			return k8sClient.Update(ctx, fresh)
-		})).To(Succeed())
+		setTTL(conv, 5*time.Hour)
 
 		forged := stale.DeepCopy()
 		forged.Status.SessionID = "00000000-0000-4000-8000-000000000000"
@@ -242,3 +247,25 @@ var _ = Describe("Checkpoint controller on a real apiserver", func() {
 		}).Should(Succeed())
 	})
 })
+
+// settledReconciles waits until conv is no longer reconciled (a second passes without one)
+// and returns how many reconciles it took to get there.
+func settledReconciles(conv *parleyv1alpha1.Conversation) int64 {
+	var settled int64
+	Eventually(func() int64 {
+		prev := settled
+		settled = reconcileCount(conv)
+		return settled - prev
+	}).WithPolling(time.Second).Should(BeZero())
+	return settled
+}
+
+// setTTL changes spec.lifetime.ttl as another writer would, retrying on conflicts.
+func setTTL(conv *parleyv1alpha1.Conversation, ttl time.Duration) {
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		fresh := &parleyv1alpha1.Conversation{}
+		Expect(k8sClient.Get(ctx, clientKey(conv), fresh)).To(Succeed())
+		fresh.Spec.Lifetime.TTL = &metav1.Duration{Duration: ttl}
+		return k8sClient.Update(ctx, fresh)
+	})).To(Succeed())
+}

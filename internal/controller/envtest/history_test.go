@@ -70,6 +70,8 @@ func loadState(conv *parleyv1alpha1.Conversation) *journal.View {
 	return v
 }
 
+// eventReasons lists the reasons of the events regarding obj. The recorder sends
+// events in the background, so callers poll it with Eventually.
 func eventReasons(obj client.Object) []string {
 	evs := &eventsv1.EventList{}
 	Expect(k8sClient.List(ctx, evs, client.InNamespace(obj.GetNamespace()))).To(Succeed())
@@ -124,8 +126,10 @@ var _ = Describe("History kept by the operator", func() {
 			Expect(v.State.Messages[i].ID).To(Equal(seed.Messages[i].ID))
 		}
 		Expect(v.State.Records).To(HaveLen(len(seed.Records)), "raw transcript lines are kept")
+		// The session and its history started in one reconcile: one event says both.
 		Eventually(func() []string { return eventReasons(conv) }).Should(ContainElements(
-			parleyv1alpha1.EventHistoryCreated, parleyv1alpha1.EventSeedImported))
+			parleyv1alpha1.EventSessionStarted, parleyv1alpha1.EventSeedImported))
+		Expect(eventReasons(conv)).NotTo(ContainElement(parleyv1alpha1.EventHistoryCreated))
 
 		By("never importing again on later reconciles")
 		seq := conv.Status.History.Sequence
@@ -156,6 +160,9 @@ var _ = Describe("History kept by the operator", func() {
 		// Recovery needs nothing on the Conversation: the retry with backoff finds the seed.
 		Eventually(historyReady(conv)).WithTimeout(60 * time.Second).Should(Succeed())
 		Expect(conv.Status.History.Messages).To(Equal(int64(len(seed.Messages))))
+		// The history came after the session: it has its own event.
+		Eventually(func() []string { return eventReasons(conv) }).Should(ContainElements(
+			parleyv1alpha1.EventSessionStarted, parleyv1alpha1.EventHistoryCreated))
 	})
 
 	It("refuses a seed that is not a transcript, naming the line", func() {

@@ -154,6 +154,11 @@ var _ = Describe("Session API", func() {
 		Expect(problemStatus(err)).To(Equal(403), "%v", err)
 		_, err = apiA.Messages(ctx, ns, "conv-b", 0, 0)
 		Expect(problemStatus(err)).To(Equal(403))
+		status, p, _ = rawCall(http.MethodPost, wire.ConversationPath(ns, "conv-b")+"/messages", tokenA,
+			[]byte(`{"messages":[{"id":"x","role":"user","blocks":[{"type":"text","text":"intrusion"}]}]}`))
+		Expect(status).To(Equal(403))
+		Expect(p.Type).To(Equal(wire.ProblemForbidden), "a problem+json body (rawCall checks the media type)")
+		Expect(p.Detail).To(ContainSubstring("not the agent pod of conversation " + ns + "/conv-b"))
 
 		By("a ServiceAccount without the role: 403, and a missing conversation is not revealed")
 		stranger := agentToken(ns, "stranger", nil)
@@ -172,7 +177,12 @@ var _ = Describe("Session API", func() {
 		Expect(sum.Messages).To(Equal(2))
 		_, err = unbound.Conversation(ctx, ns, "no-such")
 		Expect(problemStatus(err)).To(Equal(404))
-		_ = b
+
+		By("nothing of agent A's refused attempts reached conversation B")
+		sumB, err := unbound.Conversation(ctx, ns, "conv-b")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(sumB.SessionID).To(Equal(b.Status.SessionID))
+		Expect(sumB.Messages).To(BeZero())
 	})
 
 	It("stores a batch sent three times once, refuses other content under a used id, and pages", func() {
@@ -352,7 +362,7 @@ var _ = Describe("Session API", func() {
 		Expect(conv.Annotations).To(HaveKey("parley.dev/compact-requested-at"))
 	})
 
-	It("serves the stdlib-only Python client (clients/python): append, retry, read, page, conflict, follow", func() {
+	It("serves the stdlib-only Python client (clients/python): append, retry, read, page, conflict, follow, reset", func() {
 		python, err := exec.LookPath("python3")
 		if err != nil {
 			Skip("python3 is not installed")
@@ -361,10 +371,10 @@ var _ = Describe("Session API", func() {
 		conv := liveConversation(ns, "conv")
 		cmd := exec.CommandContext(ctx, python, filepath.Join(repoRoot, "clients", "python", "check_client.py"))
 		cmd.Env = append(os.Environ(), "PARLEY_API_URL="+sessionURL, "PARLEY_TOKEN="+agentToken(ns, "agent", agentPodOf(conv)),
-			"PARLEY_NS="+ns, "PARLEY_NAME="+conv.Name)
+			"PARLEY_NS="+ns, "PARLEY_NAME="+conv.Name, "PARLEY_RESET_TOKEN="+editorToken(ns))
 		out, err := cmd.CombinedOutput()
 		Expect(err).NotTo(HaveOccurred(), "%s", out)
-		Expect(string(out)).To(ContainSubstring("ok"))
+		Expect(string(out)).To(ContainSubstring("reset (403 without delete, idempotent by id): ok"))
 	})
 
 	It("serves the resume bundle a new pod would mount, cut at the latest complete turn or at ?turn", func() {

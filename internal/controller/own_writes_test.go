@@ -1,0 +1,109 @@
+package controller
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+)
+
+func convAt(rv string, mutate ...func(*parleyv1alpha1.Conversation)) *parleyv1alpha1.Conversation {
+	c := &parleyv1alpha1.Conversation{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", ResourceVersion: rv, Generation: 1}}
+	for _, m := range mutate {
+		m(c)
+	}
+	return c
+}
+
+func ownSession(id string) func(*parleyv1alpha1.Conversation) {
+	return func(c *parleyv1alpha1.Conversation) { c.Status.SessionID = id }
+}
+
+func TestOwnWritesDropOnlyTheWriteItself(t *testing.T) {
+	written := ownSession("s1")
+	cases := []struct {
+		name     string
+		noted    bool
+		old, new *parleyv1alpha1.Conversation
+		wakes    bool
+	}{
+		{"the event of our write", true, convAt("10"), convAt("11", written), false},
+		{"no write noted", false, convAt("10"), convAt("11", written), true},
+		{"another status than ours (the Session API's activity)", true, convAt("10"), convAt("11", ownSession("s1"), func(c *parleyv1alpha1.Conversation) {
+			c.Status.LastActivityTime = &metav1.Time{}
+		}), true},
+		{"a change on top of our write", true, convAt("11", written), convAt("12", written), true},
+		{"a relist folding a spec change with our write", true, convAt("10"), convAt("12", written, func(c *parleyv1alpha1.Conversation) { c.Generation = 2 }), true},
+		{"an annotation with our status", true, convAt("10"), convAt("11", written, func(c *parleyv1alpha1.Conversation) {
+			c.Annotations = map[string]string{"parley.dev/compact-requested-at": "now"}
+		}), true},
+		{"deletion requested", true, convAt("10"), convAt("11", written, func(c *parleyv1alpha1.Conversation) { c.DeletionTimestamp = &metav1.Time{} }), true},
+		{"finalizers changed", true, convAt("10"), convAt("11", written, func(c *parleyv1alpha1.Conversation) { c.Finalizers = []string{"x"} }), true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var w ownWrites
+			if tc.noted {
+				w.note(convAt("10"), &convAt("", written).Status)
+			}
+			got := w.predicate().Update(event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.new})
+			if got != tc.wakes {
+				t.Fatalf("wakes a reconcile: %v, want %v", got, tc.wakes)
+			}
+		})
+	}
+}
+
+func TestOwnWritesAreForgottenOnceSeen(t *testing.T) {
+	var w ownWrites
+	written := ownSession("s1")
+	w.note(convAt("10"), &convAt("", written).Status)
+	p := w.predicate()
+	ev := event.UpdateEvent{ObjectOld: convAt("10"), ObjectNew: convAt("11", written)}
+	if p.Update(ev) {
+		t.Fatal("the event of our own write woke a reconcile")
+	}
+	if !p.Update(ev) {
+		t.Fatal("a second event of the same write was dropped too: the write was not forgotten")
+	}
+	w.note(convAt("11", written), &convAt("", ownSession("s2")).Status)
+	if !p.Delete(event.DeleteEvent{Object: convAt("12")}) {
+		t.Fatal("a delete event was dropped")
+	}
+	if len(w.writes) != 0 {
+		t.Fatal("a deleted object's noted write was kept")
+	}
+	w.note(convAt(""), &convAt("").Status)
+	if len(w.writes) != 0 {
+		t.Fatal("a write without a base version was noted")
+	}
+}
+
+// A reconcile between the write and its event that read the object from before the write
+// (the cache was behind) decided from stale status: the write's event must wake another.
+func TestOwnWritesKeptOnlyForAReconcileThatSawTheWrite(t *testing.T) {
+	written := ownSession("s1")
+	key := client.ObjectKeyFromObject(convAt("10"))
+	ev := event.UpdateEvent{ObjectOld: convAt("10"), ObjectNew: convAt("11", written)}
+	for _, tc := range []struct {
+		name    string
+		readsRV string
+		wakes   bool
+	}{
+		{"a reconcile read the copy from before the write", "10", true},
+		{"a reconcile read the copy the write left", "11", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var w ownWrites
+			w.note(convAt("10"), &convAt("", written).Status)
+			w.wrote(key, "11")
+			w.reconcileStarts(key, tc.readsRV)
+			if got := w.predicate().Update(ev); got != tc.wakes {
+				t.Fatalf("the write's event wakes a reconcile: %v, want %v", got, tc.wakes)
+			}
+		})
+	}
+}
