@@ -1,0 +1,92 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/parley-dev/parley/internal/plugin/render"
+	parleyclient "github.com/parley-dev/parley/pkg/client"
+	"github.com/parley-dev/parley/pkg/conversation"
+)
+
+func newTailCommand(o *Options) *cobra.Command {
+	var lines int
+	var follow, full bool
+	cmd := &cobra.Command{
+		Use:   "tail CONVERSATION",
+		Short: "Print a conversation's last messages, and with -f follow new ones as they are appended",
+		Long: `Print the last messages of a conversation's main thread. With -f, keep printing messages as
+the agent appends them, until interrupted. A compaction starts a new epoch: tail says so and
+goes on with the messages of the new epoch it has not printed yet (a compaction summary
+appears as a new message).`,
+		Example: `  # The last 10 messages
+  kubectl parley tail my-agent
+
+  # Follow the conversation, starting from the last 3 messages
+  kubectl parley tail -f --lines 3 my-agent`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: o.completeConversations,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, err := o.target(args[0])
+			if err != nil {
+				return err
+			}
+			api, err := o.sessionAPI(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return o.tail(cmd.Context(), api, t, lines, follow, render.TranscriptOptions{Full: full})
+		},
+	}
+	cmd.Flags().IntVar(&lines, "lines", 10, "How many of the last messages to print first")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "Follow new messages as they are appended")
+	cmd.Flags().BoolVar(&full, "full", false, "Unfold tool calls, tool results and thinking")
+	return cmd
+}
+
+func (o *Options) tail(ctx context.Context, api *parleyclient.Client, t target, lines int, follow bool, opts render.TranscriptOptions) error {
+	st, err := api.State(ctx, t.ns, t.name)
+	if err != nil {
+		return o.apiError(err, t.ns, t.name)
+	}
+	// Every message already in the epoch counts as seen, printed or not: after a compaction
+	// only what is new to this reader is printed.
+	seen := map[string]bool{}
+	for i := range st.State.Messages {
+		seen[st.State.Messages[i].ID] = true
+	}
+	msgs := st.State.Messages
+	if lines >= 0 && len(msgs) > lines {
+		msgs = msgs[len(msgs)-lines:]
+	}
+	for i := range msgs {
+		if err := render.Message(o.out(), &msgs[i], opts); err != nil {
+			return err
+		}
+	}
+	if !follow {
+		return nil
+	}
+	after := st.Sequence
+	for {
+		err := api.Follow(ctx, t.ns, t.name, after, func(m conversation.Message) error {
+			if seen[m.ID] {
+				return nil
+			}
+			seen[m.ID] = true
+			return render.Message(o.out(), &m, opts)
+		})
+		switch {
+		case errors.Is(err, parleyclient.ErrEpochChanged):
+			_, _ = fmt.Fprintln(o.out(), "── compacted: a new epoch starts ──")
+			after = 0
+		case ctx.Err() != nil:
+			return nil //nolint:nilerr // interrupted (Ctrl-C): following ends there
+		default:
+			return o.apiError(err, t.ns, t.name)
+		}
+	}
+}

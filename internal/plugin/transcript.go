@@ -1,0 +1,235 @@
+package plugin
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/parley-dev/parley/internal/journal"
+	"github.com/parley-dev/parley/pkg/conversation"
+)
+
+// Import formats.
+const (
+	importAuto     = "auto"
+	importClaude   = "claude"
+	importOpenCode = "opencode"
+	importJSONL    = "jsonl"
+	importJSON     = "json"
+)
+
+var importFormats = []string{importAuto, importClaude, importOpenCode, importJSONL, importJSON}
+
+// transcript is a file read into the model, with what the reader should be told.
+type transcript struct {
+	state  conversation.State
+	format string
+	// subagentFiles are the Claude subagent transcripts read with the main one.
+	subagentFiles int
+	// digest names the file's content (the import's records and events are named by it).
+	digest string
+	// carried says that the whole state went through POST …/import (false: messages and
+	// events only, on a manager without it).
+	carried  bool
+	warnings []string
+}
+
+// detectFormat tells a transcript's format from its bytes: one JSON object holding
+// "messages" is an OpenCode export, one holding "schemaVersion" a Parley state (-o json);
+// anything else is JSONL, a Claude Code transcript or neutral messages by its first line.
+func detectFormat(data []byte) string {
+	trimmed := bytes.TrimSpace(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")))
+	if len(trimmed) > 0 && trimmed[0] == '{' {
+		var probe map[string]json.RawMessage
+		if json.Unmarshal(trimmed, &probe) == nil {
+			if _, ok := probe["schemaVersion"]; ok {
+				return importJSON
+			}
+			if _, ok := probe["messages"]; ok {
+				return importOpenCode
+			}
+		}
+	}
+	if seedFormat(data) == journal.SeedClaudeCode {
+		return importClaude
+	}
+	return importJSONL
+}
+
+// seedFormat is the seed parser's own detection (Claude Code or neutral JSONL), so import and
+// spec.seed read a JSONL file the same way.
+func seedFormat(data []byte) string {
+	_, format, _ := journal.ParseSeed(firstJSONLine(data), journal.SeedAuto)
+	return format
+}
+
+func firstJSONLine(data []byte) []byte {
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	for len(data) > 0 {
+		line, rest, _ := bytes.Cut(data, []byte("\n"))
+		if line = bytes.TrimSpace(line); len(line) > 0 {
+			return line
+		}
+		data = rest
+	}
+	return nil
+}
+
+// readTranscript reads a transcript file. A Claude Code transcript is read with its subagent
+// files: those in subagentDir, or else in <dir>/<session>/subagents/ next to it (the CLI's
+// layout). A Claude file whose last line was cut (a crash) is read up to that line, with a
+// warning.
+func readTranscript(path, format, subagentDir string) (*transcript, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the transcript: %w", err)
+	}
+	if format == importAuto {
+		format = detectFormat(data)
+	}
+	sum := sha256.Sum256(data)
+	t := &transcript{format: format, digest: hex.EncodeToString(sum[:8])}
+	switch format {
+	case importClaude:
+		if subagentDir == "" {
+			subagentDir = filepath.Join(strings.TrimSuffix(path, filepath.Ext(path)), "subagents")
+		}
+		subs, err := readSubagents(subagentDir)
+		if err != nil {
+			return nil, err
+		}
+		t.subagentFiles = len(subs)
+		t.state, err = conversation.ImportClaudeSession(data, subs...)
+		if errors.Is(err, conversation.ErrTruncatedTranscript) {
+			t.warnings = append(t.warnings, fmt.Sprintf("%v: importing the complete lines before it", err))
+			err = nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s is not a readable Claude Code transcript: %w", path, err)
+		}
+	case importOpenCode:
+		if t.state, err = conversation.ImportOpenCode(data); err != nil {
+			return nil, fmt.Errorf("%s is not a readable OpenCode export: %w", path, err)
+		}
+	case importJSONL:
+		if t.state, _, err = journal.ParseSeed(data, journal.SeedNeutral); err != nil {
+			return nil, fmt.Errorf("%s is not neutral JSONL (one message per line, as kubectl parley export writes): %w", path, err)
+		}
+	case importJSON:
+		if err := json.Unmarshal(data, &t.state); err != nil {
+			return nil, fmt.Errorf("%s is not a conversation state (as kubectl parley export -o json writes): %w", path, err)
+		}
+	default:
+		return nil, checkFormat(format, importFormats)
+	}
+	return t, nil
+}
+
+// readSubagents reads agent-<id>.jsonl files of a folder; a missing folder has none.
+func readSubagents(dir string) ([]conversation.ClaudeSubagentFile, error) {
+	matches, err := filepath.Glob(filepath.Join(dir, "agent-*.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	subs := make([]conversation.ClaudeSubagentFile, 0, len(matches))
+	for _, m := range matches {
+		data, err := os.ReadFile(m)
+		if err != nil {
+			return nil, fmt.Errorf("reading the subagent transcript: %w", err)
+		}
+		id := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(m), "agent-"), ".jsonl")
+		subs = append(subs, conversation.ClaudeSubagentFile{AgentID: id, Data: data})
+	}
+	return subs, nil
+}
+
+// notCarried says what of a state messages and events cannot carry: transcript records
+// (lines that are no message) and the session's own fields (an OpenCode export's info).
+func notCarried(s *conversation.State) string {
+	var parts []string
+	if n := len(s.Records); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d transcript record(s) that are no message (queue operations, summaries, snapshots…)", n))
+	}
+	if len(s.Source.Raw) > 0 {
+		parts = append(parts, "the session's own fields ("+s.Source.Kind+" session info)")
+	}
+	if len(s.Adapters) > 0 {
+		parts = append(parts, fmt.Sprintf("%d adapter state report(s)", len(s.Adapters)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// batch is a run of messages or events small enough for one Session API request.
+type batch struct{ start, end int }
+
+// batches cuts n items into runs of at most maxItems items and about maxBytes bytes (size(i)
+// is item i's JSON size); an item larger than maxBytes goes alone, and the server judges it.
+func batches(n, maxItems, maxBytes int, size func(int) int) []batch {
+	var out []batch
+	start, bytes := 0, 0
+	for i := range n {
+		s := size(i)
+		if i > start && (i-start >= maxItems || bytes+s > maxBytes) {
+			out = append(out, batch{start, i})
+			start, bytes = i, 0
+		}
+		bytes += s
+	}
+	if start < n {
+		out = append(out, batch{start, n})
+	}
+	return out
+}
+
+// importParts cuts a state into parts for POST …/import, each under maxItems messages and
+// about maxBytes, such that appending the parts' records in order gives the records of the
+// whole (journal.StateRecords' order): the first part holds the session fields, the system
+// prompt and the records before any message; each next one a run of messages with the records
+// that followed them; the last the subagent threads, the records of their threads and the
+// adapter reports.
+func importParts(s *conversation.State, maxItems, maxBytes int) []conversation.State {
+	inMain := make(map[string]int, len(s.Messages))
+	for i := range s.Messages {
+		inMain[s.Messages[i].ID] = i
+	}
+	first := conversation.State{SchemaVersion: s.SchemaVersion, SessionID: s.SessionID, CWD: s.CWD, System: s.System, Source: s.Source, Extra: s.Extra}
+	// after[i] are the records that followed main message i; the rest go last.
+	after := make(map[int][]conversation.RawRecord)
+	var rest []conversation.RawRecord
+	for _, r := range s.Records {
+		i, ok := inMain[r.AfterID]
+		switch {
+		case r.AfterID == "":
+			first.Records = append(first.Records, r)
+		case ok:
+			after[i] = append(after[i], r)
+		default:
+			rest = append(rest, r)
+		}
+	}
+	parts := []conversation.State{first}
+	size := func(i int) int {
+		n := jsonSize(&s.Messages[i])
+		for j := range after[i] {
+			n += len(after[i][j].Raw) + 64
+		}
+		return n
+	}
+	for _, b := range batches(len(s.Messages), maxItems, maxBytes, size) {
+		p := conversation.State{SchemaVersion: s.SchemaVersion, Messages: s.Messages[b.start:b.end]}
+		for i := b.start; i < b.end; i++ {
+			p.Records = append(p.Records, after[i]...)
+		}
+		parts = append(parts, p)
+	}
+	if len(s.Subagents) > 0 || len(rest) > 0 || len(s.Adapters) > 0 {
+		parts = append(parts, conversation.State{SchemaVersion: s.SchemaVersion, Subagents: s.Subagents, Records: rest, Adapters: s.Adapters})
+	}
+	return parts
+}

@@ -1,0 +1,458 @@
+// Package plugin runs kubectl parley against a live manager: the real manager binary on a real
+// kube-apiserver (envtest), with its Session API reached the way users reach it — through the
+// API server's service proxy, with a user's own token and RBAC. The API server refuses to proxy
+// to loopback, so the Session API listens on all addresses and a selector-less Service with an
+// EndpointSlice and Endpoints points at this host's first global IPv4 address.
+package plugin
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/yaml"
+
+	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+	"github.com/parley-dev/parley/internal/plugin"
+	parleyclient "github.com/parley-dev/parley/pkg/client"
+	"github.com/parley-dev/parley/test/support/kubeenv"
+	"github.com/parley-dev/parley/test/support/repopath"
+)
+
+// managerNamespace is where Parley is installed, as config/default installs it.
+const managerNamespace = "parley-system"
+
+// env is the live setup every test shares.
+var env struct {
+	cfg     *rest.Config
+	admin   client.Client
+	dir     string
+	apiPort int
+	// apiCA verifies the Session API's certificate (the Secret the manager created).
+	apiCA []byte
+	// hostIP is the address the Service's endpoints name.
+	hostIP string
+	// adminKubeconfig authenticates with a client certificate (envtest's admin).
+	adminKubeconfig string
+	managerLog      string
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	logf.SetLogger(logr.Discard())
+	assets, err := kubeenv.AssetsDir()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "SKIP test/plugin:", err)
+		return 0
+	}
+	ip, err := hostIPv4()
+	if err != nil {
+		// Without a routable address the API server cannot proxy to the Session API.
+		fmt.Fprintln(os.Stderr, "SKIP test/plugin:", err)
+		return 0
+	}
+	env.hostIP = ip
+	root, err := repopath.Root()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := parleyv1alpha1.AddToScheme(scheme.Scheme); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	te := &crenvtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+		BinaryAssetsDirectory: assets,
+	}
+	cfg, err := te.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting envtest:", err)
+		return 1
+	}
+	defer func() { _ = te.Stop() }()
+	env.cfg = cfg
+	dir, err := os.MkdirTemp("", "parley-plugin-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	env.dir = dir
+
+	stop, err := setUp(root)
+	if stop != nil {
+		defer stop()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "setting up the live manager:", err)
+		if env.managerLog != "" {
+			if b, rerr := os.ReadFile(env.managerLog); rerr == nil {
+				fmt.Fprintf(os.Stderr, "manager log:\n%s\n", tail(string(b), 4000))
+			}
+		}
+		return 1
+	}
+	code := m.Run()
+	if code != 0 && env.managerLog != "" {
+		if b, err := os.ReadFile(env.managerLog); err == nil {
+			fmt.Fprintf(os.Stderr, "manager log (end):\n%s\n", tail(string(b), 6000))
+		}
+	}
+	return code
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// setUp builds and starts the manager, publishes its Session API as the Service the plugin
+// proxies to, and waits until it answers through the proxy.
+func setUp(root string) (func(), error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var err error
+	if env.admin, err = client.New(env.cfg, client.Options{Scheme: scheme.Scheme}); err != nil {
+		return nil, err
+	}
+	env.adminKubeconfig = filepath.Join(env.dir, "admin.kubeconfig")
+	if err := writeKubeconfig(env.adminKubeconfig, env.cfg, ""); err != nil {
+		return nil, err
+	}
+	if err := env.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: managerNamespace}}); err != nil {
+		return nil, err
+	}
+	bin := filepath.Join(env.dir, "manager")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/manager")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("go build ./cmd/manager: %w\n%s", err, out)
+	}
+	if env.apiPort, err = freePort(); err != nil {
+		return nil, err
+	}
+	env.managerLog = filepath.Join(env.dir, "manager.log")
+	logf, err := os.Create(env.managerLog)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin,
+		"--leader-elect=false", "--health-probe-bind-address=0", "--metrics-bind-address=0",
+		fmt.Sprintf("--session-api-bind-address=0.0.0.0:%d", env.apiPort),
+		"--session-api-hosts=127.0.0.1,"+env.hostIP,
+	)
+	// POD_NAMESPACE: the replicas' shared Session API CA lives there, as in a cluster.
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.adminKubeconfig, "POD_NAMESPACE="+managerNamespace)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // dies with the test binary
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); _ = logf.Close(); close(exited) }()
+	stop := func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	}
+	if err := publishService(ctx); err != nil {
+		return stop, err
+	}
+	// The CA Secret appears once the Session API set up its TLS.
+	for {
+		sec := &corev1.Secret{}
+		err := env.admin.Get(ctx, client.ObjectKey{Namespace: managerNamespace, Name: "parley-session-api-ca"}, sec)
+		if err == nil {
+			env.apiCA = sec.Data[corev1.TLSCertKey]
+			break
+		}
+		select {
+		case <-exited:
+			return stop, errors.New("the manager exited")
+		case <-ctx.Done():
+			return stop, fmt.Errorf("no Session API CA Secret: %w", err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return stop, nil
+}
+
+// publishService creates the Session API Service of the install, without a selector, and
+// endpoints naming this host, where the manager process listens (no controller manager runs
+// here to write them).
+func publishService(ctx context.Context) error {
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: managerNamespace, Name: "parley-session-api"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{
+			Name: "https", Port: 8082, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(int32(env.apiPort)),
+		}}},
+	}
+	if err := env.admin.Create(ctx, svc); err != nil {
+		return err
+	}
+	// The service proxy goes only to addresses of pods (Endpoints targetRef, a pod with that IP):
+	// the manager's pod, which the kubelet would report running at this host's address.
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: managerNamespace, Name: "parley-controller-manager-0"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Image: "parley-manager:dev"}}},
+	}
+	if err := env.admin.Create(ctx, pod); err != nil {
+		return err
+	}
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: env.hostIP, PodIPs: []corev1.PodIP{{IP: env.hostIP}}}
+	if err := env.admin.Status().Update(ctx, pod); err != nil {
+		return err
+	}
+	port := int32(env.apiPort)
+	if err := env.admin.Create(ctx, &corev1.Endpoints{ //nolint:staticcheck // the API server's service proxy still reads Endpoints
+		ObjectMeta: metav1.ObjectMeta{Namespace: managerNamespace, Name: svc.Name},
+		Subsets: []corev1.EndpointSubset{{ //nolint:staticcheck // as above
+			Addresses: []corev1.EndpointAddress{{IP: env.hostIP, TargetRef: &corev1.ObjectReference{
+				Kind: "Pod", Namespace: managerNamespace, Name: pod.Name, UID: pod.UID,
+			}}},
+			Ports: []corev1.EndpointPort{{Name: "https", Port: port, Protocol: corev1.ProtocolTCP}},
+		}},
+	}); err != nil {
+		return err
+	}
+	return env.admin.Create(ctx, &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: managerNamespace, Name: svc.Name + "-host",
+			Labels: map[string]string{discoveryv1.LabelServiceName: svc.Name, discoveryv1.LabelManagedBy: "parley-plugin-test"},
+		},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{{
+			Addresses: []string{env.hostIP}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: managerNamespace, Name: pod.Name, UID: pod.UID},
+		}},
+		Ports: []discoveryv1.EndpointPort{{Name: ptr.To("https"), Port: &port, Protocol: ptr.To(corev1.ProtocolTCP)}},
+	})
+}
+
+// hostIPv4 is this host's first global IPv4 address (the API server proxies to no loopback).
+func hostIPv4() (string, error) {
+	ifaces, err := net.Interfaces()
+	if err != nil {
+		return "", err
+	}
+	for _, ifc := range ifaces {
+		if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		addrs, _ := ifc.Addrs()
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && n.IP.IsGlobalUnicast() {
+				return n.IP.String(), nil
+			}
+		}
+	}
+	return "", errors.New("this host has no global IPv4 address for the API server to proxy to")
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// writeKubeconfig writes a kubeconfig for cfg's server: with token, a bearer token user;
+// without, cfg's client certificate.
+func writeKubeconfig(path string, cfg *rest.Config, token string) error {
+	enc := base64.StdEncoding.EncodeToString
+	user := fmt.Sprintf("    client-certificate-data: %s\n    client-key-data: %s\n", enc(cfg.CertData), enc(cfg.KeyData))
+	if token != "" {
+		user = "    token: " + token + "\n"
+	}
+	kc := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: envtest
+  cluster:
+    server: %s
+    certificate-authority-data: %s
+users:
+- name: user
+  user:
+%scontexts:
+- name: envtest
+  context:
+    cluster: envtest
+    user: user
+current-context: envtest
+`, cfg.Host, enc(cfg.CAData), user)
+	return os.WriteFile(path, []byte(kc), 0o600)
+}
+
+// user is a person with a kubeconfig holding their own token (a ServiceAccount's, for the
+// API server's audience, as a CI bot or an OIDC user has one) and the rights a team member
+// gets: conversation-editor-style rules in their namespace, and the proxy to the Session API.
+type user struct {
+	ns, name, token, kubeconfig string
+}
+
+// newUser makes a namespace and a user in it. history lists the verbs on conversations/history
+// (none: the user can see objects but not histories).
+func newUser(t *testing.T, history ...string) *user {
+	t.Helper()
+	ctx := context.Background()
+	u := &user{ns: fmt.Sprintf("team-%d", time.Now().UnixNano()%1e9), name: "alice"}
+	must(t, env.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: u.ns}}))
+	must(t, env.admin.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: u.ns, Name: u.name}}))
+	rules := []rbacv1.PolicyRule{
+		{APIGroups: []string{"parley.dev"}, Resources: []string{"conversations", "checkpoints"}, Verbs: []string{"get", "list", "watch", "create", "patch", "update", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"list"}},
+	}
+	if len(history) > 0 {
+		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{"parley.dev"}, Resources: []string{"conversations/history"}, Verbs: history})
+	}
+	subject := []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: u.ns, Name: u.name}}
+	must(t, env.admin.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: u.ns, Name: "team"}, Rules: rules}))
+	must(t, env.admin.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: u.ns, Name: "team"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "team"}, Subjects: subject,
+	}))
+	// The proxy to the Session API Service, as docs/kubectl-parley.md grants it.
+	must(t, env.admin.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: managerNamespace, Name: "proxy-" + u.ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: proxyRole(t)}, Subjects: subject,
+	}))
+	tr := &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
+	must(t, env.admin.SubResource("token").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: u.ns, Name: u.name}}, tr))
+	u.token = tr.Status.Token
+	u.kubeconfig = filepath.Join(env.dir, u.ns+".kubeconfig")
+	must(t, writeKubeconfig(u.kubeconfig, env.cfg, u.token))
+	return u
+}
+
+var proxyRoleOnce sync.Once
+
+// proxyRole is the Role the install ships for users of the service proxy
+// (config/rbac/session_api_user_role.yaml), created in the manager's namespace as
+// dist/install.yaml names it.
+func proxyRole(t *testing.T) string {
+	const name = "parley-session-api-user-role"
+	proxyRoleOnce.Do(func() {
+		root, err := repopath.Root()
+		must(t, err)
+		raw, err := os.ReadFile(filepath.Join(root, "config", "rbac", "session_api_user_role.yaml"))
+		must(t, err)
+		role := &rbacv1.Role{}
+		must(t, yaml.UnmarshalStrict(raw, role))
+		role.Namespace, role.Name = managerNamespace, name
+		must(t, env.admin.Create(context.Background(), role))
+	})
+	return name
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// kp runs kubectl parley as u (in u's namespace) and returns stdout and stderr; a non-zero exit
+// is an error holding stderr.
+func (u *user) kp(ctx context.Context, args ...string) (string, string, error) {
+	return runPlugin(ctx, append([]string{"--kubeconfig", u.kubeconfig, "-n", u.ns}, args...)...)
+}
+
+func runPlugin(ctx context.Context, args ...string) (string, string, error) {
+	var out, errOut bytes.Buffer
+	code := plugin.Execute(ctx, genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, args)
+	if code != 0 {
+		return out.String(), errOut.String(), fmt.Errorf("kubectl parley %s: exit %d: %s", strings.Join(args, " "), code, errOut.String())
+	}
+	return out.String(), errOut.String(), nil
+}
+
+// direct is a Session API client as u, straight to the manager (what an agent or a
+// port-forward sees), for setting up histories without the plugin.
+func (u *user) direct(t *testing.T) *parleyclient.Client {
+	t.Helper()
+	c, err := parleyclient.New(parleyclient.Options{
+		URL: fmt.Sprintf("https://127.0.0.1:%d", env.apiPort), Token: u.token, CA: env.apiCA,
+	})
+	must(t, err)
+	return c
+}
+
+// conversation creates a Conversation in u's namespace as the admin and waits for its history.
+func (u *user) conversation(t *testing.T, name string, edit func(*parleyv1alpha1.ConversationSpec)) *parleyv1alpha1.Conversation {
+	t.Helper()
+	conv := &parleyv1alpha1.Conversation{
+		ObjectMeta: metav1.ObjectMeta{Namespace: u.ns, Name: name},
+		Spec: parleyv1alpha1.ConversationSpec{
+			SystemPrompt: &parleyv1alpha1.SystemPrompt{Text: "You are the test agent."},
+			History:      parleyv1alpha1.HistorySpec{ConfigMap: &parleyv1alpha1.ConfigMapHistory{}},
+		},
+	}
+	if edit != nil {
+		edit(&conv.Spec)
+	}
+	must(t, env.admin.Create(context.Background(), conv))
+	eventually(t, 60*time.Second, "the history of "+name, func() bool {
+		got := &parleyv1alpha1.Conversation{}
+		if env.admin.Get(context.Background(), client.ObjectKeyFromObject(conv), got) != nil {
+			return false
+		}
+		for _, c := range got.Status.Conditions {
+			if c.Type == parleyv1alpha1.ConditionHistoryAvailable && c.Status == metav1.ConditionTrue {
+				conv = got
+				return true
+			}
+		}
+		return false
+	})
+	return conv
+}
+
+func eventually(t *testing.T, timeout time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
