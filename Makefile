@@ -17,10 +17,12 @@ CONTROLLER_TOOLS_VERSION ?= v0.23.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
 GREMLINS_VERSION ?= v0.6.0
 KUSTOMIZE_VERSION ?= v5.8.1
+HELM_VERSION ?= v3.22.0
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
 KUSTOMIZE ?= $(LOCALBIN)/kustomize
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint
 GREMLINS ?= $(LOCALBIN)/gremlins
+HELM ?= $(LOCALBIN)/helm
 
 ## Test assets. KUBEBUILDER_ASSETS, when you set it, wins over the binaries we build.
 ENVTEST_ASSETS ?= $(or $(KUBEBUILDER_ASSETS),$(LOCALBIN)/k8s/envtest)
@@ -29,6 +31,17 @@ VERSITYGW ?= $(LOCALBIN)/s3/versitygw
 ## @anthropic-ai/claude-code): the newest 2.1.x and an older one users still run.
 CLAUDE_CODE_VERSIONS ?= 2.1.330 2.1.197
 CLAUDE_CODE ?= $(LOCALBIN)/claude-code
+## The Claude Agent SDK the TypeScript session store (clients/typescript) is built and tested
+## with, and the build-time packages that compile it.
+CLAUDE_AGENT_SDK_VERSION ?= 0.3.330
+CLAUDE_AGENT_SDK_BUILD ?= typescript@7.0.2 @types/node@20.19.43
+CLAUDE_AGENT_SDK ?= $(LOCALBIN)/claude-agent-sdk
+## Build information linked into the binaries (manager --version, kubectl parley version).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+BUILD_DATE ?= $(shell git log -1 --format=%cI 2>/dev/null)
+VERSION_PKG := github.com/parley-dev/parley/internal/version
+LDFLAGS ?= -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT) -X $(VERSION_PKG).Date=$(BUILD_DATE)
 FUZZTIME ?= 10s
 BENCHTIME ?= 1s
 
@@ -70,9 +83,10 @@ vet: ## Run go vet (including the e2e build tag).
 .PHONY: verify
 verify: manifests generate docs kustomize ## Regenerate everything and fail when a generated file changed.
 	hack/build-installer.sh $(KUSTOMIZE) $(DEFAULT_IMG) dist/install.yaml
+	hack/build-chart.sh $(KUSTOMIZE) dist/install.yaml dist/chart
 	$(GO) mod tidy
 	@if [ -n "$$(git status --porcelain -- api config dist docs/api.md go.mod go.sum)" ]; then \
-		echo "generated files are out of date; run 'make manifests generate docs build-installer' and 'go mod tidy', then commit:"; \
+		echo "generated files are out of date; run 'make manifests generate docs build-installer chart' and 'go mod tidy', then commit:"; \
 		git status --porcelain -- api config dist docs/api.md go.mod go.sum; git --no-pager diff --stat; exit 1; \
 	fi
 
@@ -88,14 +102,20 @@ lint-fix: golangci-lint ## Run golangci-lint and apply its fixes.
 ##@ Test
 
 .PHONY: test
-test: manifests generate fmt vet envtest s3-server claude-code ## Unit, envtest (real kube-apiserver), storage conformance (real S3 server) and real Claude Code CLI tests.
+test: manifests generate fmt vet envtest s3-server claude-code claude-agent-sdk helm kustomize ## Unit, envtest (real kube-apiserver), storage conformance (real S3 server), Helm chart and real Claude Code CLI and Agent SDK tests.
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" PARLEY_VERSITYGW="$(VERSITYGW)" PARLEY_CLAUDE_CODE="$(CLAUDE_CODE)" \
+		HELM="$(HELM)" KUSTOMIZE="$(KUSTOMIZE)" PARLEY_CLAUDE_AGENT_SDK="$(CLAUDE_AGENT_SDK)" \
 		$(GO) test ./... -count=1 -coverprofile cover.out
 
 .PHONY: test-e2e
 test-e2e: ## End-to-end tests on the local cluster (real control plane and node).
 	hack/build-binaries.sh cluster >/dev/null # before the test timeout starts: cold, this takes minutes
 	$(GO) test -tags e2e ./test/e2e/ -count=1 -v -ginkgo.v -timeout 30m
+
+.PHONY: test-replicas
+test-replicas: envtest s3-server ## Two manager replicas (the real binary) on envtest, SIGKILLed in turn during >= 1,000 appends per backend: nothing lost or stored twice (see docs/development.md).
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" PARLEY_VERSITYGW="$(VERSITYGW)" PARLEY_REPLICAS=1 \
+		$(GO) test ./test/replicas -count=1 -v -timeout 10m
 
 .PHONY: check-run-local
 check-run-local: ## Run make run-local from a cold cluster state and fail unless it works on the first try (stops the local cluster).
@@ -120,6 +140,17 @@ bench-history: envtest s3-server ## Run only the pkg/history benchmarks (see doc
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" PARLEY_VERSITYGW="$(VERSITYGW)" \
 		$(GO) test ./pkg/history/bench -run '^$$' -bench . -benchmem -cpu 1 -benchtime $(BENCHTIME) -count $(HISTORY_BENCH_COUNT) -timeout 60m
 
+APPENDS_PHASE ?= 3s
+APPENDS_ROUNDS ?= 3
+.PHONY: bench-appends
+bench-appends: envtest s3-server ## Appends/s of 1 KiB messages through the store and through the Session API, beside raw conditional writes in the same run (issue 11; APPENDS_PHASE, APPENDS_ROUNDS; see docs/benchmarks.md).
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" PARLEY_VERSITYGW="$(VERSITYGW)" \
+		$(GO) test ./pkg/history/bench -run '^$$' -bench Conversations -benchtime 1x -timeout 30m -v \
+		-args -phase $(APPENDS_PHASE) -rounds $(APPENDS_ROUNDS)
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" PARLEY_VERSITYGW="$(VERSITYGW)" \
+		$(GO) test ./internal/sessionapi/apibench -run '^$$' -bench SessionAPI -benchtime 1x -timeout 60m -v \
+		-args -phase $(APPENDS_PHASE) -rounds $(APPENDS_ROUNDS)
+
 .PHONY: bench-scale
 bench-scale: envtest ## The scale benchmark: 10,000 Conversations on envtest against the real manager (PARLEY_SCALE_* knobs: test/scale/scale_test.go; figures: docs/benchmarks.md).
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" PARLEY_SCALE=1 \
@@ -134,8 +165,9 @@ bench-crash: envtest ## Agent crash-to-new-pod latency on envtest over CRASH_BEN
 ##@ Build
 
 .PHONY: build
-build: manifests generate fmt vet ## Build the manager binary.
-	$(GO) build -o bin/manager ./cmd/manager
+build: manifests generate fmt vet ## Build the manager binary and the kubectl plugin (bin/kubectl-parley).
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/manager ./cmd/manager
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/kubectl-parley ./cmd/kubectl-parley
 
 .PHONY: run
 run: manifests generate fmt vet ## Run the manager from your host against the current kubeconfig.
@@ -152,6 +184,10 @@ images: ## Build the manager and test-agent images as tarballs and import them i
 .PHONY: build-installer
 build-installer: manifests generate kustomize ## Render dist/install.yaml (CRDs, RBAC, manager, Services) for the manager image IMG.
 	hack/build-installer.sh $(KUSTOMIZE) $(IMG) dist/install.yaml
+
+.PHONY: chart
+chart: build-installer ## Generate the Helm chart dist/chart from config/ (hack/gen-chart; templates render what dist/install.yaml holds).
+	hack/build-chart.sh $(KUSTOMIZE) dist/install.yaml dist/chart
 
 ##@ Local cluster
 
@@ -185,6 +221,15 @@ s3-server: ## Build versitygw, the S3-compatible server of the storage tests.
 claude-code: ## Install the Claude Code CLI releases of CLAUDE_CODE_VERSIONS with npm (cached outside the clone).
 	@hack/claude-code.sh $(CLAUDE_CODE) $(CLAUDE_CODE_VERSIONS) >/dev/null
 
+.PHONY: claude-agent-sdk
+claude-agent-sdk: ## Install the Claude Agent SDK and TypeScript with npm (cached outside the clone).
+	@hack/claude-agent-sdk.sh $(CLAUDE_AGENT_SDK) $(CLAUDE_AGENT_SDK_VERSION) $(CLAUDE_AGENT_SDK_BUILD) >/dev/null
+
+.PHONY: typescript-client
+typescript-client: claude-agent-sdk ## Compile clients/typescript/src into its committed dist/ with the pinned TypeScript.
+	ln -sfn $(CLAUDE_AGENT_SDK)/node_modules clients/typescript/node_modules
+	cd clients/typescript && node node_modules/typescript/bin/tsc -p .
+
 .PHONY: controller-gen
 controller-gen: ## Build controller-gen.
 	@hack/go-install-tool.sh $(LOCALBIN) controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen $(CONTROLLER_TOOLS_VERSION)
@@ -192,6 +237,10 @@ controller-gen: ## Build controller-gen.
 .PHONY: kustomize
 kustomize: ## Build kustomize (renders config/ for build-installer).
 	@hack/go-install-tool.sh $(LOCALBIN) kustomize sigs.k8s.io/kustomize/kustomize/v5 $(KUSTOMIZE_VERSION)
+
+.PHONY: helm
+helm: ## Build helm (the chart's lint, render and install tests).
+	@hack/go-install-tool.sh $(LOCALBIN) helm helm.sh/helm/v3/cmd/helm $(HELM_VERSION)
 
 .PHONY: golangci-lint
 golangci-lint: ## Build golangci-lint.

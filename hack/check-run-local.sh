@@ -117,6 +117,11 @@ phase2=$(kubectl get pod "$conv-agent-2" -o jsonpath='{.status.phase}' 2>/dev/nu
 [ "$phase2" = Succeeded ] || problems+=("pod $conv-agent-2 is ${phase2:-missing}, not Succeeded")
 grep -q "^RESUME resume=true attempt=1 checkpoint=$conv-crash-1 bundleMessages=4 bundleTurns=2 last=a2$" "$out" ||
   problems+=("the output has no log line of $conv-agent-2 resuming from $conv-crash-1 with the 4 messages of turns 1-2")
+# kubectl parley read the same conversation through the Session API.
+grep -q "^Conversation default/$conv · session .* · 12 messages · 6 turns · " "$out" ||
+  problems+=("the output has no kubectl parley history of $conv with its 12 messages in 6 turns")
+grep -qE "^Agent: +.* · 1 restart" "$out" ||
+  problems+=("the output has no kubectl parley describe of $conv showing its 1 restart")
 
 if [ ${#problems[@]} -gt 0 ]; then
   for p in "${problems[@]}"; do log "problem: $p"; done

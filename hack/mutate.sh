@@ -4,7 +4,8 @@
 # package's own tests cover, runs those tests against each mutant, and reports the efficacy:
 # killed / (killed + lived). The engine and lifecycle fail below 85 %; docs/testing.md records
 # the scores and reviews every survivor. It takes tens of minutes on 2 cores, so it is not in
-# CI's default path. Reports: bin/mutate/<dir>.log and .json.
+# CI's default path. Reports: bin/mutate/<dir>.log and .json; each log starts and ends with the
+# machine's core count and load average.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 gremlins=${GREMLINS:-bin/gremlins}
@@ -13,18 +14,30 @@ mkdir -p "$out"
 declare -A bar=([pkg/history/internal/engine]=85 [internal/lifecycle]=85)
 dirs=("$@")
 [ ${#dirs[@]} -gt 0 ] || dirs=(pkg/history/internal/engine internal/lifecycle pkg/conversation)
+# gremlins times each mutant out at its coverage run's duration times the coefficient. A cached
+# coverage run (about 1 s) made that too short for a mutant, which recompiles the package and
+# its test dependents; one that compiled made it ten minutes and more per hanging mutant. So the
+# instrumented build is warmed first and the coverage run always executes (-count=1): its time
+# is a real link and test run, and a mutant takes 1 to 3 times as long on a loaded machine.
+export GOFLAGS="${GOFLAGS:+$GOFLAGS }-count=1"
+coefficient=${MUTATE_TIMEOUT_COEFFICIENT:-10}
+machine() { echo "$1 $(date -u +%FT%TZ) nproc $(nproc) load average $(cut -d' ' -f1-3 /proc/loadavg)"; }
 status=0
 for dir in "${dirs[@]}"; do
   dir=${dir#./}
   name=${dir//\//_}
-  # A mutant's run recompiles the package and its test dependents, which the coverage run
-  # that sets gremlins' timeout did not: a small coefficient times mutants out instead of
-  # testing them.
-  args=(unleash --timeout-coefficient "${MUTATE_TIMEOUT_COEFFICIENT:-30}" -o "$out/$name.json")
+  args=(unleash --timeout-coefficient "$coefficient" -o "$out/$name.json")
   # Token counting is outside the scope of the bar (and slow to test); compact is in.
   [ "$dir" = pkg/conversation ] && args+=(--exclude-files 'conversation/tokens/')
   [ -n "${bar[$dir]:-}" ] && args+=(--threshold-efficacy "${bar[$dir]}")
   echo "=== mutate ./$dir"
-  if ! "$gremlins" "${args[@]}" "./$dir" 2>&1 | tee "$out/$name.log"; then status=1; fi
+  go test -cover -run '^$' "./$dir/..." >/dev/null
+  if ! (
+    start=$SECONDS rc=0
+    machine start
+    "$gremlins" "${args[@]}" "./$dir" 2>&1 || rc=$?
+    machine "end ($((SECONDS - start)) s)"
+    exit $rc
+  ) | tee "$out/$name.log"; then status=1; fi
 done
 exit $status

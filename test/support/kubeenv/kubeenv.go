@@ -84,3 +84,32 @@ func FromEnv() (*rest.Config, error) {
 		QPS:             -1,
 	}, nil
 }
+
+// WriteKubeconfig writes a kubeconfig for cfg's server and client certificate, for a child
+// process that reads KUBECONFIG (the manager binary).
+func WriteKubeconfig(path string, cfg *rest.Config) error {
+	if len(cfg.CertData) == 0 || len(cfg.KeyData) == 0 {
+		return errors.New("the envtest config carries no client certificate")
+	}
+	enc := base64.StdEncoding.EncodeToString
+	kc := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: envtest
+  cluster:
+    server: %s
+    certificate-authority-data: %s
+users:
+- name: admin
+  user:
+    client-certificate-data: %s
+    client-key-data: %s
+contexts:
+- name: envtest
+  context:
+    cluster: envtest
+    user: admin
+current-context: envtest
+`, cfg.Host, enc(cfg.CAData), enc(cfg.CertData), enc(cfg.KeyData))
+	return os.WriteFile(path, []byte(kc), 0o600)
+}
