@@ -45,6 +45,9 @@ const (
 	maxResponseBytes = 4 << 20
 	// maxProviderMessage bounds the provider's error message quoted in our errors.
 	maxProviderMessage = 300
+	// maxProviderReason bounds a stop or finish reason quoted in our errors (an enum word,
+	// unless the provider sends something else).
+	maxProviderReason = 64
 )
 
 func (c HTTPConfig) withDefaults() HTTPConfig {

@@ -118,8 +118,10 @@ func jsonErrorKind(err error) string {
 	}
 }
 
+// truncate bounds a provider's text quoted in our errors: valid UTF-8 (a provider may send
+// any bytes, and an SDK may keep them), trimmed, at most n bytes and an ellipsis.
 func truncate(s string, n int) string {
-	s = strings.TrimSpace(s)
+	s = strings.TrimSpace(strings.ToValidUTF8(s, "\uFFFD"))
 	if len(s) <= n {
 		return s
 	}
@@ -132,9 +134,10 @@ func truncate(s string, n int) string {
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
+// quoteOrNone names a provider's stop or finish reason, bounded like any text it sends.
 func quoteOrNone(s string) string {
 	if s == "" {
 		return "none"
 	}
-	return s
+	return truncate(s, maxProviderReason)
 }

@@ -119,3 +119,34 @@ func TestNullResponse(t *testing.T) {
 		}
 	}
 }
+
+// A stop or finish reason that is not UTF-8, or is long, is quoted valid and bounded (found by
+// FuzzSummarizerResponse in CI: the Anthropic SDK keeps the bytes of stop_reason as sent).
+func TestReasonIsQuotedValidAndBounded(t *testing.T) {
+	long := strings.Repeat("x", 2*maxProviderMessage)
+	for _, tc := range []struct {
+		provider string
+		body     string
+	}{
+		{ProviderAnthropic, "{\"content\":[],\"stop_reason\":\"max_token\xf3\"}"},
+		{ProviderAnthropic, `{"content":[],"stop_reason":"` + long + `"}`},
+		{ProviderOpenAI, "{\"choices\":[{\"message\":{\"content\":\"\"},\"finish_reason\":\"len\xf3\"}]}"},
+		{ProviderOpenAI, `{"choices":[{"message":{"content":""},"finish_reason":"` + long + `"}]}`},
+	} {
+		s, err := NewSummarizer(tc.provider, HTTPConfig{
+			Endpoint: "http://provider.test", Model: "m", APIKey: "k", MaxAttempts: 1,
+			HTTPClient: &http.Client{Transport: answer{http.StatusOK, []byte(tc.body)}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.Summarize(t.Context(), SummaryRequest{Messages: foldedMessages()})
+		var apiErr *APIError
+		if !errors.As(err, &apiErr) {
+			t.Fatalf("%s: %v, want an *APIError", tc.provider, err)
+		}
+		if !utf8.ValidString(apiErr.Message) || len(apiErr.Message) > maxProviderMessage+len("…") || strings.Contains(apiErr.Message, long) {
+			t.Errorf("%s: message of %d bytes, or not UTF-8: %q", tc.provider, len(apiErr.Message), apiErr.Message)
+		}
+	}
+}
