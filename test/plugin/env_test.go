@@ -8,7 +8,6 @@ package plugin
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
@@ -148,7 +147,7 @@ func setUp(root string) (func(), error) {
 		return nil, err
 	}
 	env.adminKubeconfig = filepath.Join(env.dir, "admin.kubeconfig")
-	if err := writeKubeconfig(env.adminKubeconfig, env.cfg, ""); err != nil {
+	if err := kubeenv.WriteKubeconfig(env.adminKubeconfig, env.cfg, ""); err != nil {
 		return nil, err
 	}
 	if err := env.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: managerNamespace}}); err != nil {
@@ -294,34 +293,6 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// writeKubeconfig writes a kubeconfig for cfg's server: with token, a bearer token user;
-// without, cfg's client certificate.
-func writeKubeconfig(path string, cfg *rest.Config, token string) error {
-	enc := base64.StdEncoding.EncodeToString
-	user := fmt.Sprintf("    client-certificate-data: %s\n    client-key-data: %s\n", enc(cfg.CertData), enc(cfg.KeyData))
-	if token != "" {
-		user = "    token: " + token + "\n"
-	}
-	kc := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: envtest
-  cluster:
-    server: %s
-    certificate-authority-data: %s
-users:
-- name: user
-  user:
-%scontexts:
-- name: envtest
-  context:
-    cluster: envtest
-    user: user
-current-context: envtest
-`, cfg.Host, enc(cfg.CAData), user)
-	return os.WriteFile(path, []byte(kc), 0o600)
-}
-
 // user is a person with a kubeconfig holding their own token (a ServiceAccount's, for the
 // API server's audience, as a CI bot or an OIDC user has one) and the rights a team member
 // gets: conversation-editor-style rules in their namespace, and the proxy to the Session API.
@@ -359,7 +330,7 @@ func newUser(t *testing.T, history ...string) *user {
 	must(t, env.admin.SubResource("token").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: u.ns, Name: u.name}}, tr))
 	u.token = tr.Status.Token
 	u.kubeconfig = filepath.Join(env.dir, u.ns+".kubeconfig")
-	must(t, writeKubeconfig(u.kubeconfig, env.cfg, u.token))
+	must(t, kubeenv.WriteKubeconfig(u.kubeconfig, env.cfg, u.token))
 	return u
 }
 

@@ -158,7 +158,7 @@ func TestReplicaKillLosesAndDuplicatesNothing(t *testing.T) {
 	token := setupNamespace(ctx, t, c, s3srv)
 
 	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := kubeenv.WriteKubeconfig(kubeconfig, cfg); err != nil {
+	if err := kubeenv.WriteKubeconfig(kubeconfig, cfg, ""); err != nil {
 		t.Fatal(err)
 	}
 	var reps [2]*replica

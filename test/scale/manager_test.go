@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/parley-dev/parley/test/support/managerproc"
 )
 
 // managerProcess is the real manager binary running against envtest.
@@ -35,7 +37,7 @@ func buildManager(root, dir string) (string, error) {
 // startManager runs the manager with leader election and probes off and metrics on a
 // loopback port over plain HTTP; extra flags come last and win.
 func startManager(bin, kubeconfig, logPath string, extra []string) (*managerProcess, []string, error) {
-	port, err := freePort()
+	port, err := managerproc.FreePort()
 	if err != nil {
 		return nil, nil, err
 	}

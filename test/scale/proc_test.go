@@ -3,15 +3,11 @@ package scale
 import (
 	"bufio"
 	"bytes"
-	"encoding/base64"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-
-	"k8s.io/client-go/rest"
 )
 
 // clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat (100 on Linux).
@@ -165,42 +161,4 @@ func loadAvg() string {
 	}
 	f := strings.Fields(string(raw))
 	return strings.Join(f[:3], " ")
-}
-
-// freePort returns a loopback port nobody listens on now.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// writeKubeconfig writes a kubeconfig for cfg's server and client certificate.
-func writeKubeconfig(path string, cfg *rest.Config) error {
-	if len(cfg.CertData) == 0 || len(cfg.KeyData) == 0 {
-		return fmt.Errorf("the envtest config carries no client certificate")
-	}
-	enc := base64.StdEncoding.EncodeToString
-	kc := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: envtest
-  cluster:
-    server: %s
-    certificate-authority-data: %s
-users:
-- name: admin
-  user:
-    client-certificate-data: %s
-    client-key-data: %s
-contexts:
-- name: envtest
-  context:
-    cluster: envtest
-    user: admin
-current-context: envtest
-`, cfg.Host, enc(cfg.CAData), enc(cfg.CertData), enc(cfg.KeyData))
-	return os.WriteFile(path, []byte(kc), 0o600)
 }

@@ -246,7 +246,7 @@ func BenchmarkConversations10k(b *testing.B) {
 	}
 
 	kubeconfig := filepath.Join(s.dir, "kubeconfig")
-	if err := writeKubeconfig(kubeconfig, kube); err != nil {
+	if err := kubeenv.WriteKubeconfig(kubeconfig, kube, ""); err != nil {
 		b.Fatal(err)
 	}
 	mgr, args, err := startManager(bin, kubeconfig, filepath.Join(s.dir, "manager.log"), s.managerArgs)

@@ -3,9 +3,6 @@ package crashbench
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -20,7 +17,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -30,7 +26,6 @@ import (
 	"github.com/parley-dev/parley/internal/historystore"
 	"github.com/parley-dev/parley/internal/journal"
 	"github.com/parley-dev/parley/test/support/kubeenv"
-	"github.com/parley-dev/parley/test/support/repopath"
 )
 
 const namespace = "crashbench"
@@ -50,28 +45,7 @@ var (
 
 // TestMain starts envtest and the manager only when benchmarks run: `go test ./...` without
 // -bench passes through.
-func TestMain(m *testing.M) {
-	if !benchmarking() {
-		os.Exit(m.Run())
-	}
-	stop, err := start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	stop()
-	os.Exit(code)
-}
-
-func benchmarking() bool {
-	for _, arg := range os.Args[1:] {
-		if v, ok := strings.CutPrefix(arg, "-test.bench="); ok && v != "" {
-			return true
-		}
-	}
-	return false
-}
+func TestMain(m *testing.M) { kubeenv.BenchmarkMain(m, start) }
 
 // start runs the control plane and the manager, configured as cmd/manager's defaults
 // configure them (API rates, 16 concurrent reconciles, a separate client for histories).
@@ -82,27 +56,14 @@ func start() (func(), error) {
 			return nil, err
 		}
 	}
-	root, err := repopath.Root()
+	cfg, stopEnv, err := kubeenv.StartWithCRDs()
 	if err != nil {
 		return nil, err
-	}
-	assets, err := kubeenv.AssetsDir()
-	if err != nil {
-		return nil, err
-	}
-	env := &crenvtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-		BinaryAssetsDirectory: assets,
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		return nil, fmt.Errorf("starting envtest from %s: %w", assets, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	stop := func() {
 		cancel()
-		_ = env.Stop()
+		stopEnv()
 	}
 	if err := startManager(ctx, cfg); err != nil {
 		stop()

@@ -4,10 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
-	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,6 +18,7 @@ import (
 	parleyclient "github.com/parley-dev/parley/pkg/client"
 	"github.com/parley-dev/parley/pkg/conversation"
 	"github.com/parley-dev/parley/pkg/history"
+	"github.com/parley-dev/parley/test/support/loadphase"
 )
 
 // Flags (after -args): the length of one phase and how many rounds of (raw, store, API) phases
@@ -101,26 +99,26 @@ func runShape(b *testing.B, backend string, sh shape) {
 	}
 	raw := newRaw(b, backend, run)
 
-	b.Logf("load average before: %s", loadAverage())
-	var rawRes, storeRes, apiRes result
+	b.Logf("load average before: %s", loadphase.LoadAverage())
+	var rawRes, storeRes, apiRes loadphase.Result
 	for range *roundsFlag {
-		rawRes.add(runPhase(b, rawWriters, raw.write))
-		storeRes.add(runPhase(b, writers, storeAppend))
-		apiRes.add(runPhase(b, writers, apiAppend))
+		rawRes.Add(runPhase(b, rawWriters, raw.write))
+		storeRes.Add(runPhase(b, writers, storeAppend))
+		apiRes.Add(runPhase(b, writers, apiAppend))
 	}
-	b.Logf("load average after: %s", loadAverage())
+	b.Logf("load average after: %s", loadphase.LoadAverage())
 	b.StopTimer()
-	b.ReportMetric(apiRes.rate(), "api-appends/s")
-	b.ReportMetric(ms(apiRes.quantile(0.5)), "api-p50-ms")
-	b.ReportMetric(ms(apiRes.quantile(0.99)), "api-p99-ms")
-	b.ReportMetric(storeRes.rate(), "store-appends/s")
-	b.ReportMetric(ms(storeRes.quantile(0.5)), "store-p50-ms")
-	b.ReportMetric(ms(storeRes.quantile(0.99)), "store-p99-ms")
-	b.ReportMetric(rawRes.rate(), "raw-puts/s")
-	b.ReportMetric(ms(rawRes.quantile(0.5)), "raw-p50-ms")
-	b.ReportMetric(ms(rawRes.quantile(0.99)), "raw-p99-ms")
-	b.ReportMetric(apiRes.rate()/storeRes.rate(), "api/store")
-	b.ReportMetric(storeRes.rate()/rawRes.rate(), "store/raw")
+	b.ReportMetric(apiRes.Rate(), "api-appends/s")
+	b.ReportMetric(apiRes.QuantileMs(0.5), "api-p50-ms")
+	b.ReportMetric(apiRes.QuantileMs(0.99), "api-p99-ms")
+	b.ReportMetric(storeRes.Rate(), "store-appends/s")
+	b.ReportMetric(storeRes.QuantileMs(0.5), "store-p50-ms")
+	b.ReportMetric(storeRes.QuantileMs(0.99), "store-p99-ms")
+	b.ReportMetric(rawRes.Rate(), "raw-puts/s")
+	b.ReportMetric(rawRes.QuantileMs(0.5), "raw-p50-ms")
+	b.ReportMetric(rawRes.QuantileMs(0.99), "raw-p99-ms")
+	b.ReportMetric(apiRes.Rate()/storeRes.Rate(), "api/store")
+	b.ReportMetric(storeRes.Rate()/rawRes.Rate(), "store/raw")
 }
 
 // message is a user message with 1,000 bytes of text: its record is about 1 KiB.
@@ -176,70 +174,10 @@ func createConversations(b *testing.B, backend, prefix string, n int) []*parleyv
 	return out
 }
 
-// result is what one kind of phase measured over all its rounds.
-type result struct {
-	ops       int64
-	elapsed   time.Duration
-	latencies []time.Duration
-}
-
-func (r *result) add(o result) {
-	r.ops += o.ops
-	r.elapsed += o.elapsed
-	r.latencies = append(r.latencies, o.latencies...)
-}
-
-func (r *result) rate() float64 { return float64(r.ops) / r.elapsed.Seconds() }
-
-func (r *result) quantile(q float64) time.Duration {
-	if len(r.latencies) == 0 {
-		return 0
-	}
-	slices.Sort(r.latencies)
-	return r.latencies[int(float64(len(r.latencies)-1)*q)]
-}
-
-// runPhase runs op from n goroutines, each op after the previous one of its writer, for the
-// phase's length.
-func runPhase(b *testing.B, n int, op func(w int) error) result {
-	var mu sync.Mutex
-	var res result
-	var failed atomic.Value
-	deadline := time.Now().Add(*phaseFlag)
-	start := time.Now()
-	var wg sync.WaitGroup
-	for w := range n {
-		wg.Go(func() {
-			var lat []time.Duration
-			for time.Now().Before(deadline) {
-				t0 := time.Now()
-				if err := op(w); err != nil {
-					failed.Store(err)
-					return
-				}
-				lat = append(lat, time.Since(t0))
-			}
-			mu.Lock()
-			res.latencies = append(res.latencies, lat...)
-			res.ops += int64(len(lat))
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	res.elapsed = time.Since(start)
-	if err, _ := failed.Load().(error); err != nil {
-		b.Fatal(err)
-	}
+// runPhase runs one phase of n writers, then lets what it set off (the batched activity writes
+// and the reconciles they wake) finish before the next phase is timed.
+func runPhase(b *testing.B, n int, op func(w int) error) loadphase.Result {
+	res := loadphase.Run(b, n, *phaseFlag, op)
 	time.Sleep(*settleFlag)
 	return res
-}
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-func loadAverage() string {
-	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	return strings.Join(strings.Fields(string(data))[:3], " ")
 }

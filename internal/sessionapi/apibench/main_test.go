@@ -6,9 +6,6 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -24,7 +21,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -37,7 +33,6 @@ import (
 	"github.com/parley-dev/parley/pkg/history/s3"
 	"github.com/parley-dev/parley/pkg/wire"
 	"github.com/parley-dev/parley/test/support/kubeenv"
-	"github.com/parley-dev/parley/test/support/repopath"
 	"github.com/parley-dev/parley/test/support/s3server"
 )
 
@@ -63,28 +58,7 @@ var (
 
 // TestMain starts envtest, versitygw and the manager only when benchmarks run: `go test ./...`
 // without -bench passes through.
-func TestMain(m *testing.M) {
-	if !benchmarking() {
-		os.Exit(m.Run())
-	}
-	stop, err := start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	stop()
-	os.Exit(code)
-}
-
-func benchmarking() bool {
-	for _, arg := range os.Args[1:] {
-		if v, ok := strings.CutPrefix(arg, "-test.bench="); ok && v != "" {
-			return true
-		}
-	}
-	return false
-}
+func TestMain(m *testing.M) { kubeenv.BenchmarkMain(m, start) }
 
 func start() (func(), error) {
 	ctrllog.SetLogger(logr.Discard())
@@ -93,26 +67,13 @@ func start() (func(), error) {
 			return nil, err
 		}
 	}
-	root, err := repopath.Root()
+	cfg, stopEnv, err := kubeenv.StartWithCRDs()
 	if err != nil {
 		return nil, err
-	}
-	assets, err := kubeenv.AssetsDir()
-	if err != nil {
-		return nil, err
-	}
-	env := &crenvtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-		BinaryAssetsDirectory: assets,
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		return nil, fmt.Errorf("starting envtest from %s: %w", assets, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	stops := make([]func(), 0, 3)
-	stops = append(stops, func() { _ = env.Stop() }, cancel)
+	stops = append(stops, stopEnv, cancel)
 	stop := func() {
 		for i := len(stops) - 1; i >= 0; i-- {
 			stops[i]()

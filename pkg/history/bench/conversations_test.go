@@ -4,16 +4,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
-	"slices"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/parley-dev/parley/pkg/history"
 	"github.com/parley-dev/parley/pkg/history/internal/engine"
+	"github.com/parley-dev/parley/test/support/loadphase"
 )
 
 // Flags of BenchmarkConversations (after -args): how long each phase runs and how many rounds
@@ -49,29 +46,6 @@ func BenchmarkConversations(b *testing.B) {
 			}
 		})
 	}
-}
-
-// phaseResult is what one mode measured over all its phases.
-type phaseResult struct {
-	ops       int64
-	elapsed   time.Duration
-	latencies []time.Duration
-}
-
-func (r *phaseResult) add(o phaseResult) {
-	r.ops += o.ops
-	r.elapsed += o.elapsed
-	r.latencies = append(r.latencies, o.latencies...)
-}
-
-func (r *phaseResult) rate() float64 { return float64(r.ops) / r.elapsed.Seconds() }
-
-func (r *phaseResult) quantile(q float64) time.Duration {
-	if len(r.latencies) == 0 {
-		return 0
-	}
-	slices.Sort(r.latencies)
-	return r.latencies[int(float64(len(r.latencies)-1)*q)]
 }
 
 func runConversations(b *testing.B, newStore func(*testing.B) history.Store) {
@@ -116,68 +90,34 @@ func runConversations(b *testing.B, newStore func(*testing.B) history.Store) {
 		return err
 	}
 
-	b.Logf("load average before: %s", loadAverage())
-	var rawRes, storeRes phaseResult
+	b.Logf("load average before: %s", loadphase.LoadAverage())
+	var rawRes, storeRes loadphase.Result
 	var before, after engine.Stats
 	for range *roundsFlag {
-		rawRes.add(runPhase(b, *phaseFlag, raw))
+		rawRes.Add(loadphase.Run(b, convWriters, *phaseFlag, raw))
 		s0 := es.Stats()
-		storeRes.add(runPhase(b, *phaseFlag, appendOne))
+		storeRes.Add(loadphase.Run(b, convWriters, *phaseFlag, appendOne))
 		s1 := es.Stats()
 		before.Writes, after.Writes = before.Writes+s0.Writes, after.Writes+s1.Writes
 		before.Reads, after.Reads = before.Reads+s0.Reads, after.Reads+s1.Reads
 		before.Lists, after.Lists = before.Lists+s0.Lists, after.Lists+s1.Lists
 		before.WrittenBytes, after.WrittenBytes = before.WrittenBytes+s0.WrittenBytes, after.WrittenBytes+s1.WrittenBytes
 	}
-	b.Logf("load average after: %s", loadAverage())
+	b.Logf("load average after: %s", loadphase.LoadAverage())
 	b.StopTimer()
 
-	b.ReportMetric(rawRes.rate(), "raw-puts/s")
-	b.ReportMetric(ms(rawRes.quantile(0.5)), "raw-p50-ms")
-	b.ReportMetric(ms(rawRes.quantile(0.99)), "raw-p99-ms")
-	b.ReportMetric(storeRes.rate(), "appends/s")
-	b.ReportMetric(ms(storeRes.quantile(0.5)), "p50-ms")
-	b.ReportMetric(ms(storeRes.quantile(0.99)), "p99-ms")
-	b.ReportMetric(storeRes.rate()/rawRes.rate(), "rate-ratio")
-	b.ReportMetric(float64(storeRes.quantile(0.99))/float64(rawRes.quantile(0.99)), "p99-ratio")
-	n := float64(storeRes.ops)
+	b.ReportMetric(rawRes.Rate(), "raw-puts/s")
+	b.ReportMetric(rawRes.QuantileMs(0.5), "raw-p50-ms")
+	b.ReportMetric(rawRes.QuantileMs(0.99), "raw-p99-ms")
+	b.ReportMetric(storeRes.Rate(), "appends/s")
+	b.ReportMetric(storeRes.QuantileMs(0.5), "p50-ms")
+	b.ReportMetric(storeRes.QuantileMs(0.99), "p99-ms")
+	b.ReportMetric(storeRes.Rate()/rawRes.Rate(), "rate-ratio")
+	b.ReportMetric(storeRes.QuantileMs(0.99)/rawRes.QuantileMs(0.99), "p99-ratio")
+	n := float64(storeRes.Ops)
 	b.ReportMetric(float64(after.Writes-before.Writes)/n, "writes/append")
 	b.ReportMetric(float64(after.Reads-before.Reads+after.Lists-before.Lists)/n, "reads/append")
 	b.ReportMetric(float64(after.WrittenBytes-before.WrittenBytes)/n, "B-written/append")
-}
-
-// runPhase runs op from convWriters goroutines, each op after the previous one of its
-// writer, for d.
-func runPhase(b *testing.B, d time.Duration, op func(w int) error) phaseResult {
-	var mu sync.Mutex
-	var res phaseResult
-	var failed atomic.Value
-	deadline := time.Now().Add(d)
-	start := time.Now()
-	var wg sync.WaitGroup
-	for w := range convWriters {
-		wg.Go(func() {
-			var lat []time.Duration
-			for time.Now().Before(deadline) {
-				t0 := time.Now()
-				if err := op(w); err != nil {
-					failed.Store(err)
-					return
-				}
-				lat = append(lat, time.Since(t0))
-			}
-			mu.Lock()
-			res.latencies = append(res.latencies, lat...)
-			res.ops += int64(len(lat))
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	res.elapsed = time.Since(start)
-	if err, _ := failed.Load().(error); err != nil {
-		b.Fatal(err)
-	}
-	return res
 }
 
 // rawBody is 1 KiB of JSON that differs on every write (S3 ETags are content hashes).
@@ -185,12 +125,4 @@ func rawBody(w int, seq int64) []byte {
 	data := record("", 1<<10).Data
 	copy(data[9:], fmt.Sprintf("%d-%d ", w, seq))
 	return data
-}
-
-func loadAverage() string {
-	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	return strings.Join(strings.Fields(string(data))[:3], " ")
 }

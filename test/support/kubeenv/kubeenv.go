@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"testing"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -34,6 +36,54 @@ func Start() (*rest.Config, func(), error) {
 	}
 	cfg.QPS, cfg.Burst = -1, 0 // the store is the thing measured, not client-side throttling
 	return cfg, func() { _ = env.Stop() }, nil
+}
+
+// StartWithCRDs starts the control plane with Parley's CRDs installed (config/crd/bases of the
+// repository). The client config is envtest's own: the caller sets its rates.
+func StartWithCRDs() (*rest.Config, func(), error) {
+	root, err := repopath.Root()
+	if err != nil {
+		return nil, nil, err
+	}
+	dir, err := AssetsDir()
+	if err != nil {
+		return nil, nil, err
+	}
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+		BinaryAssetsDirectory: dir,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, nil, fmt.Errorf("starting envtest from %s: %w", dir, err)
+	}
+	return cfg, func() { _ = env.Stop() }, nil
+}
+
+// BenchmarkMain is a TestMain for benchmarks that need a control plane: start runs only when
+// benchmarks run (-test.bench set), so `go test ./...` passes through without one.
+func BenchmarkMain(m *testing.M, start func() (stop func(), err error)) {
+	if !benchmarking() {
+		os.Exit(m.Run())
+	}
+	stop, err := start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	stop()
+	os.Exit(code)
+}
+
+func benchmarking() bool {
+	for _, arg := range os.Args[1:] {
+		if v, ok := strings.CutPrefix(arg, "-test.bench="); ok && v != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // AssetsDir is the folder holding etcd and kube-apiserver: KUBEBUILDER_ASSETS, or bin/k8s/envtest
@@ -85,13 +135,18 @@ func FromEnv() (*rest.Config, error) {
 	}, nil
 }
 
-// WriteKubeconfig writes a kubeconfig for cfg's server and client certificate, for a child
-// process that reads KUBECONFIG (the manager binary).
-func WriteKubeconfig(path string, cfg *rest.Config) error {
-	if len(cfg.CertData) == 0 || len(cfg.KeyData) == 0 {
-		return errors.New("the envtest config carries no client certificate")
-	}
+// WriteKubeconfig writes a kubeconfig for cfg's server, for a child process that reads
+// KUBECONFIG (the manager binary, kubectl): with token, a bearer-token user; without, cfg's
+// client certificate.
+func WriteKubeconfig(path string, cfg *rest.Config, token string) error {
 	enc := base64.StdEncoding.EncodeToString
+	user := "    token: " + token + "\n"
+	if token == "" {
+		if len(cfg.CertData) == 0 || len(cfg.KeyData) == 0 {
+			return errors.New("the envtest config carries no client certificate")
+		}
+		user = fmt.Sprintf("    client-certificate-data: %s\n    client-key-data: %s\n", enc(cfg.CertData), enc(cfg.KeyData))
+	}
 	kc := fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters:
@@ -100,16 +155,14 @@ clusters:
     server: %s
     certificate-authority-data: %s
 users:
-- name: admin
+- name: user
   user:
-    client-certificate-data: %s
-    client-key-data: %s
-contexts:
+%scontexts:
 - name: envtest
   context:
     cluster: envtest
-    user: admin
+    user: user
 current-context: envtest
-`, cfg.Host, enc(cfg.CAData), enc(cfg.CertData), enc(cfg.KeyData))
+`, cfg.Host, enc(cfg.CAData), user)
 	return os.WriteFile(path, []byte(kc), 0o600)
 }
