@@ -339,7 +339,9 @@ func agentRecoverySpecs(dynamicClient func() dynamic.Interface, manager func() *
 		Expect(agentCondition(got)).To(SatisfyAll(
 			HaveKeyWithValue("status", "False"),
 			HaveKeyWithValue("message", ContainSubstring("ErrImageNeverPull"))))
-		Expect(eventCount(ctx, ns, "unpullable", "AgentNotStarted")).To(BeNumerically(">=", 1))
+		// The recorder sends events after the status write, asynchronously: wait for it.
+		Eventually(func() int32 { return eventCount(ctx, ns, "unpullable", "AgentNotStarted") }).
+			WithContext(ctx).WithTimeout(30*time.Second).WithPolling(poll).Should(BeNumerically(">=", 1))
 
 		By("no restart is spent while the kubelet keeps failing to pull")
 		Consistently(func(g Gomega) {
