@@ -183,7 +183,8 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	if err := (&controller.ConversationReconciler{
+	activity := newActivity(mgr, o)
+	conversations := &controller.ConversationReconciler{
 		Client:                  mgr.GetClient(),
 		APIReader:               mgr.GetAPIReader(),
 		Scheme:                  mgr.GetScheme(),
@@ -197,7 +198,11 @@ func run(ctx context.Context, o options) error {
 		AgentCAConfigMap:        o.agentCAConfigMap,
 		AgentCA:                 agentCA,
 		NodeLostGrace:           o.nodeLostGrace,
-	}).SetupWithManager(mgr); err != nil {
+	}
+	if activity != nil {
+		conversations.Activity = activity
+	}
+	if err := conversations.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Conversation controller: %w", err)
 	}
 	if err := (&controller.CheckpointReconciler{
@@ -210,7 +215,7 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("setting up the Checkpoint controller: %w", err)
 	}
 
-	if err := addSessionAPI(mgr, stores, views, o, sessionTLS); err != nil {
+	if err := addSessionAPI(mgr, stores, views, o, sessionTLS, activity); err != nil {
 		return err
 	}
 
@@ -285,11 +290,12 @@ func sessionAPITLS(ctx context.Context, restCfg *rest.Config, o options) (sessio
 
 // addSessionAPI serves the Session API on every replica, with the TLS sessionAPITLS set up (nil:
 // plain HTTP, --session-api-insecure).
-func addSessionAPI(mgr ctrl.Manager, stores *historystore.Stores, views *journal.Views, o options, tlsSetup sessionapi.TLSSetup) error {
-	if o.sessionAPIAddr == "0" || o.sessionAPIAddr == "" {
+func addSessionAPI(mgr ctrl.Manager, stores *historystore.Stores, views *journal.Views, o options, tlsSetup sessionapi.TLSSetup,
+	activity *sessionapi.Activity,
+) error {
+	if activity == nil {
 		return nil
 	}
-	activity := &sessionapi.Activity{Client: mgr.GetClient()}
 	api := &sessionapi.Server{
 		Addr: o.sessionAPIAddr, Reader: mgr.GetClient(), Writer: mgr.GetClient(), Stores: stores, Views: views,
 		Auth: &sessionapi.Authorizer{Client: mgr.GetClient()}, Activity: activity, TLS: tlsSetup,
@@ -301,6 +307,16 @@ func addSessionAPI(mgr ctrl.Manager, stores *historystore.Stores, views *journal
 		return err
 	}
 	return mgr.Add(api)
+}
+
+// newActivity is the Session API's batched activity, nil when the Session API is off. Once
+// this replica holds the leader lease (at once without election) it hands activity to the
+// Conversation controller instead of patching status itself.
+func newActivity(mgr ctrl.Manager, o options) *sessionapi.Activity {
+	if o.sessionAPIAddr == "0" || o.sessionAPIAddr == "" {
+		return nil
+	}
+	return &sessionapi.Activity{Client: mgr.GetClient(), Local: mgr.Elected()}
 }
 
 // splitNamespaces parses the --watch-namespaces flag.

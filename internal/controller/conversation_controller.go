@@ -43,6 +43,9 @@ type ConversationReconciler struct {
 	Views  *journal.Views
 	// Compactor runs the compactions the compaction phase asks for; nil: no compaction.
 	Compactor Compactor
+	// Activity is the activity this replica's Session API hands over; nil: the Session API
+	// writes lastActivityTime itself.
+	Activity ActivityHandoff
 	// Clock is the source of "now"; tests inject a fake one.
 	Clock clock.PassiveClock
 	// NewSessionID mints session ids; SessionIDFor(uid) unless a test pins it.
@@ -99,6 +102,13 @@ func (r *ConversationReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}
 
 	s := newConversationScope(conv, r.Clock.Now())
+	var activityAt time.Time
+	var tookActivity bool
+	if r.Activity != nil {
+		if activityAt, tookActivity = r.Activity.Take(req.NamespacedName); tookActivity {
+			applyActivity(s, activityAt)
+		}
+	}
 	minted := decideSession(s, func() string { return r.newSessionID(conv) })
 	exp := decideExpiry(s)
 	// The history is keyed by the session id, and a minted id is derived from the object's
@@ -117,6 +127,9 @@ func (r *ConversationReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}
 	if err := PatchStatus(ctx, r.Client, before, conv, conversationStatus); err != nil {
 		r.own.forget(req.NamespacedName)
+		if tookActivity {
+			r.Activity.Restore(req.NamespacedName, activityAt)
+		}
 		if errors.Is(err, ErrStatusConflict) {
 			return ctrl.Result{RequeueAfter: conflictRetryDelay}, nil
 		}
@@ -215,6 +228,9 @@ func (r *ConversationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.conversationsOnNode), builder.WithPredicates(nodeReadyChanged()))
 	if src, ok := r.Compactor.(interface{ Source() source.Source }); ok {
 		b = b.WatchesRawSource(src.Source()) // a finished compaction wakes its Conversation
+	}
+	if r.Activity != nil {
+		b = b.WatchesRawSource(r.Activity.Source()) // appends this replica served
 	}
 	return b.WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
 		Named("conversation").

@@ -22,9 +22,10 @@ var ErrStatusConflict = fmt.Errorf("status conflict")
 // makes a reconcile that read a stale object (before our previous patch reached the cache)
 // fail instead of overwriting newer facts (e.g. minting a second session id).
 //
-// Status field ownership: the controllers write every status field; the Session API (every
-// replica) writes only status.lastActivityTime, with its own narrow patch, and the controller
-// reads it. A Session API write makes the controller's next patch conflict once and retry.
+// Status field ownership: the controllers write every status field; the Session API writes
+// only status.lastActivityTime: handed to the reconciler on the replica that runs it
+// (ActivityHandoff), with its own narrow patch on the others, which the controller reads. Such
+// a patch makes a racing controller patch conflict once and retry.
 func PatchStatus[T client.Object](ctx context.Context, c client.Client, before, obj T, statusOf func(T) any) error {
 	if apiequality.Semantic.DeepEqual(statusOf(before), statusOf(obj)) {
 		return nil

@@ -6,9 +6,13 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	crhandler "sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 )
@@ -16,18 +20,38 @@ import (
 // DefaultActivityInterval is how often batched activity reaches Conversation status.
 const DefaultActivityInterval = time.Second
 
+// handOffTimeout is how long activity handed to the controller may wait to be taken before the
+// flush writes it itself (a controller queue backed up for that long gets the patch instead).
+const handOffTimeout = 10 * time.Second
+
+// flushConcurrency bounds the activity patches a flush has in flight.
+const flushConcurrency = 8
+
 // Activity batches status.lastActivityTime: appends mark a conversation active in memory, and
-// every Interval one narrow merge patch per active conversation writes the time. It is the only
-// status field the Session API writes (see docs/architecture.md, "Status field ownership"); the
-// controller's next reconcile, woken by the write, refreshes the counts and the idle timer.
+// every Interval each active conversation's time reaches status. It is the only status field
+// the Session API writes (see docs/architecture.md, "Status field ownership").
+//
+// On a replica that runs the Conversation controller (Local closed) the time is handed to the
+// reconcile it wakes, which writes it in its one status write beside the counts it refreshes:
+// one status write per conversation and interval instead of two. Elsewhere one narrow merge
+// patch per active conversation writes the time, and the controller's reconcile, woken by that
+// write, refreshes the counts and the idle timer.
 type Activity struct {
 	Client   client.Client
 	Interval time.Duration
 	Now      func() time.Time
+	// Local, once closed, says this replica runs the Conversation controller (it holds the
+	// leader lease, or runs without election); nil: always patch.
+	Local <-chan struct{}
 
 	mu      sync.Mutex
 	pending map[types.NamespacedName]time.Time
+	handed  map[types.NamespacedName]handOff
+	wakes   chan event.GenericEvent
 }
+
+// handOff is activity waiting for the controller: the latest time, and when it was first handed.
+type handOff struct{ at, since time.Time }
 
 // Touch records activity on a conversation now.
 func (a *Activity) Touch(conv *parleyv1alpha1.Conversation) {
@@ -53,7 +77,8 @@ func (a *Activity) Start(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			a.Flush(context.WithoutCancel(ctx))
+			// The controller stops too: write what it has not taken.
+			a.flush(context.WithoutCancel(ctx), true)
 			return nil
 		case <-t.C:
 			a.Flush(ctx)
@@ -61,28 +86,152 @@ func (a *Activity) Start(ctx context.Context) error {
 	}
 }
 
-// Flush writes the pending activity times. A failed write is kept for the next flush.
-func (a *Activity) Flush(ctx context.Context) {
+// Flush hands the pending activity times to the local controller, or writes them. A failed
+// write is kept for the next flush.
+func (a *Activity) Flush(ctx context.Context) { a.flush(ctx, false) }
+
+// flush is Flush; final, at shutdown, writes everything, the activity handed over and not
+// taken included.
+func (a *Activity) flush(ctx context.Context, final bool) {
 	a.mu.Lock()
 	batch := a.pending
 	a.pending = nil
 	a.mu.Unlock()
+	if batch == nil {
+		batch = map[types.NamespacedName]time.Time{}
+	}
+	local := !final && a.isLocal()
 	for key, at := range batch {
-		patch := activityPatch(at)
-		conv := &parleyv1alpha1.Conversation{}
-		conv.Namespace, conv.Name = key.Namespace, key.Name
-		if err := a.Client.Status().Patch(ctx, conv, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
-			logf.FromContext(ctx).Error(err, "writing lastActivityTime", "conversation", key)
-			a.mu.Lock()
-			if a.pending == nil {
-				a.pending = map[types.NamespacedName]time.Time{}
-			}
-			if cur, ok := a.pending[key]; !ok || cur.Before(at) {
-				a.pending[key] = at
-			}
-			a.mu.Unlock()
+		if local && a.handOff(key, at) {
+			delete(batch, key)
 		}
 	}
+	for key, at := range a.unclaimed(final) {
+		batch[key] = later(batch[key], at)
+	}
+	// Concurrently, boundedly: one patch after another took longer than the interval with 64
+	// active conversations (about 30 ms each on a busy API server), so status lagged.
+	var g errgroup.Group
+	g.SetLimit(flushConcurrency)
+	for key, at := range batch {
+		g.Go(func() error {
+			a.write(ctx, key, at)
+			return nil
+		})
+	}
+	_ = g.Wait()
+}
+
+// write patches status.lastActivityTime; a failed write is kept for the next flush.
+func (a *Activity) write(ctx context.Context, key types.NamespacedName, at time.Time) {
+	conv := &parleyv1alpha1.Conversation{}
+	conv.Namespace, conv.Name = key.Namespace, key.Name
+	err := a.Client.Status().Patch(ctx, conv, client.RawPatch(types.MergePatchType, activityPatch(at)))
+	if client.IgnoreNotFound(err) == nil {
+		return
+	}
+	logf.FromContext(ctx).Error(err, "writing lastActivityTime", "conversation", key)
+	a.Restore(key, at)
+}
+
+// Source wakes the Conversation reconciler for the activity handed to it.
+func (a *Activity) Source() source.Source {
+	return source.Channel(a.wakeChannel(), &crhandler.EnqueueRequestForObject{})
+}
+
+// Take gives the reconciler the activity handed to it for key, if any: it writes the time
+// with the status of that reconcile, or gives it back with Restore when that write fails.
+func (a *Activity) Take(key types.NamespacedName) (time.Time, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	h, ok := a.handed[key]
+	delete(a.handed, key)
+	return h.at, ok
+}
+
+// Restore returns activity the reconciler took but could not write: the next flush hands it
+// over again, or writes it.
+func (a *Activity) Restore(key types.NamespacedName, at time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.pending == nil {
+		a.pending = map[types.NamespacedName]time.Time{}
+	}
+	a.pending[key] = later(a.pending[key], at)
+}
+
+// handOff records activity for the controller and wakes it; false when the wake could not be
+// queued (the flush then writes the time itself).
+func (a *Activity) handOff(key types.NamespacedName, at time.Time) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	wakes := a.wakeChannelLocked()
+	conv := &parleyv1alpha1.Conversation{}
+	conv.Namespace, conv.Name = key.Namespace, key.Name
+	select {
+	case wakes <- event.GenericEvent{Object: conv}:
+	default:
+		return false
+	}
+	if a.handed == nil {
+		a.handed = map[types.NamespacedName]handOff{}
+	}
+	h, ok := a.handed[key]
+	if !ok {
+		h.since = a.now()
+	}
+	h.at = later(h.at, at)
+	a.handed[key] = h
+	return true
+}
+
+// unclaimed removes and returns the activity the controller has not taken within
+// handOffTimeout (all of it when final).
+func (a *Activity) unclaimed(final bool) map[types.NamespacedName]time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := map[types.NamespacedName]time.Time{}
+	now := a.now()
+	for key, h := range a.handed {
+		if final || now.Sub(h.since) >= handOffTimeout {
+			out[key] = h.at
+			delete(a.handed, key)
+		}
+	}
+	return out
+}
+
+func (a *Activity) isLocal() bool {
+	if a.Local == nil {
+		return false
+	}
+	select {
+	case <-a.Local:
+		return true
+	default:
+		return false
+	}
+}
+
+// wakeChannel is the channel Source reads; its buffer bounds the wakes not yet queued.
+func (a *Activity) wakeChannel() chan event.GenericEvent {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.wakeChannelLocked()
+}
+
+func (a *Activity) wakeChannelLocked() chan event.GenericEvent {
+	if a.wakes == nil {
+		a.wakes = make(chan event.GenericEvent, 1024)
+	}
+	return a.wakes
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // activityPatch is the status patch for activity at t. The time keeps its fraction of a second:

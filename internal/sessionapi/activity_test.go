@@ -66,3 +66,76 @@ func TestActivityEveryFlushWithActivityChangesStatus(t *testing.T) {
 		t.Errorf("lastActivityTime read back as %s, want 2026-11-23T14:00:00Z (metav1.Time keeps whole seconds)", got)
 	}
 }
+
+// TestActivityHandsOffToTheLocalController: on the replica that runs the controller, a flush
+// writes nothing and wakes the reconcile, which takes the time; what it gives back (a failed
+// status write) is handed over again; what it leaves untaken for handOffTimeout, or at
+// shutdown, the flush writes itself.
+func TestActivityHandsOffToTheLocalController(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := parleyv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	conv := &parleyv1alpha1.Conversation{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}}
+	key := client.ObjectKeyFromObject(conv)
+	var patches int
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(conv).WithStatusSubresource(conv).
+		WithInterceptorFuncs(interceptor.Funcs{
+			SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+				patches++
+				return cl.SubResource(sub).Patch(ctx, obj, patch, opts...)
+			},
+		}).Build()
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	local := make(chan struct{})
+	a := &Activity{Client: c, Now: func() time.Time { return now }, Local: local}
+	ctx := context.Background()
+	wakes := a.wakeChannel()
+
+	// Not (yet) the leader: the flush patches.
+	a.Touch(conv)
+	a.Flush(ctx)
+	if patches != 1 || len(wakes) != 0 {
+		t.Fatalf("before the lease: %d patches, %d wakes; want 1 and 0", patches, len(wakes))
+	}
+
+	close(local)
+	a.Touch(conv)
+	a.Flush(ctx)
+	if patches != 1 || len(wakes) != 1 {
+		t.Fatalf("holding the lease: %d patches, %d wakes; want no new patch and 1 wake", patches, len(wakes))
+	}
+	<-wakes
+	at, ok := a.Take(key)
+	if !ok || !at.Equal(now) {
+		t.Fatalf("Take = %v, %v; want %v, true", at, ok, now)
+	}
+	if _, ok := a.Take(key); ok {
+		t.Fatal("the activity was taken twice")
+	}
+
+	a.Restore(key, at) // the reconcile's status write failed
+	a.Flush(ctx)
+	if got, ok := a.Take(key); !ok || !got.Equal(at) || len(wakes) != 1 || patches != 1 {
+		t.Fatalf("after Restore: Take = %v, %v with %d wakes, %d patches; want %v handed over again", got, ok, len(wakes), patches, at)
+	}
+	<-wakes
+
+	a.Touch(conv)
+	a.Flush(ctx)
+	now = now.Add(handOffTimeout)
+	a.Flush(ctx)
+	if patches != 2 {
+		t.Fatalf("activity untaken for %s: %d patches, want it written (2)", handOffTimeout, patches)
+	}
+	if _, ok := a.Take(key); ok {
+		t.Fatal("activity the flush wrote is still handed over")
+	}
+
+	a.Touch(conv)
+	a.Flush(ctx)
+	a.flush(ctx, true)
+	if patches != 3 {
+		t.Fatalf("at shutdown: %d patches, want the untaken activity written (3)", patches)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,6 +58,25 @@ type Authorizer struct {
 	mu     sync.Mutex
 	tokens map[[32]byte]cached[*caller]
 	access map[string]cached[bool]
+	// reviews lets concurrent requests that miss the cache for the same token, or the same
+	// access, share one review: a burst of calls asks the API server once, not once per call.
+	reviews singleflight.Group
+}
+
+// reviewed is what a shared review found: a result to use, or a problem (not cached).
+type reviewed[T any] struct {
+	value   T
+	problem *wire.Problem
+}
+
+// review runs fill once for concurrent callers with the same key.
+func review[T any](a *Authorizer, key string, fill func() (T, *wire.Problem)) (T, *wire.Problem) {
+	v, _, _ := a.reviews.Do(key, func() (any, error) {
+		value, p := fill()
+		return reviewed[T]{value: value, problem: p}, nil
+	})
+	r := v.(reviewed[T])
+	return r.value, r.problem
 }
 
 type cached[T any] struct {
@@ -71,12 +91,31 @@ func (a *Authorizer) authenticate(ctx context.Context, token string) (*caller, *
 			"send a bearer token: the pod's projected ServiceAccount token with audience parley, or your own")
 	}
 	key := sha256.Sum256([]byte(token))
-	if c, ok := lookup(a, a.tokens, key); ok {
+	if c, ok := lookup(a, &a.tokens, key); ok {
 		if c == nil {
 			return nil, problem(401, wire.ProblemUnauthorized, "Unauthorized", "the token was not accepted")
 		}
 		return c, nil
 	}
+	c, p := review(a, "token\x00"+string(key[:]), func() (*caller, *wire.Problem) {
+		c, p := a.reviewToken(ctx, token)
+		if p == nil {
+			store(a, &a.tokens, key, c)
+		}
+		return c, p
+	})
+	if p != nil {
+		return nil, p
+	}
+	if c == nil {
+		return nil, problem(401, wire.ProblemUnauthorized, "Unauthorized", "the token was not accepted (expired, revoked, or for neither audience parley nor the API server)")
+	}
+	return c, nil
+}
+
+// reviewToken asks the API server who the token is (audience parley, else the API server's
+// own); a nil caller: not authenticated.
+func (a *Authorizer) reviewToken(ctx context.Context, token string) (*caller, *wire.Problem) {
 	tr := &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token, Audiences: []string{wire.Audience}}}
 	if err := a.Client.Create(ctx, tr); err != nil {
 		return nil, problem(503, wire.ProblemUnavailable, "Service Unavailable", "the API server could not review the token")
@@ -100,10 +139,6 @@ func (a *Authorizer) authenticate(ctx context.Context, token string) (*caller, *
 				c.podUID = uids[0]
 			}
 		}
-	}
-	store(a, &a.tokens, key, c)
-	if c == nil {
-		return nil, problem(401, wire.ProblemUnauthorized, "Unauthorized", "the token was not accepted (expired, revoked, or for neither audience parley nor the API server)")
 	}
 	return c, nil
 }
@@ -139,24 +174,30 @@ func (a *Authorizer) authorizeResource(ctx context.Context, c *caller, attrs *au
 		attrs.Namespace, attrs.Verb, attrs.Group, attrs.Resource, attrs.Subresource, attrs.Name)
 	denied := problem(403, wire.ProblemForbidden, "Forbidden", fmt.Sprintf("%s may not %s %s.%s %s in namespace %s",
 		c.user.Username, attrs.Verb, attrs.Resource, attrs.Group, attrs.Subresource, attrs.Namespace))
-	if ok, hit := lookup(a, a.access, key); hit {
+	if ok, hit := lookup(a, &a.access, key); hit {
 		if !ok {
 			return denied
 		}
 		return nil
 	}
-	extra := map[string]authzv1.ExtraValue{}
-	for k, v := range c.user.Extra {
-		extra[k] = authzv1.ExtraValue(v)
+	allowed, p := review(a, "access\x00"+key, func() (bool, *wire.Problem) {
+		extra := map[string]authzv1.ExtraValue{}
+		for k, v := range c.user.Extra {
+			extra[k] = authzv1.ExtraValue(v)
+		}
+		sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
+			User: c.user.Username, UID: c.user.UID, Groups: c.user.Groups, Extra: extra, ResourceAttributes: attrs,
+		}}
+		if err := a.Client.Create(ctx, sar); err != nil {
+			return false, problem(503, wire.ProblemUnavailable, "Service Unavailable", "the API server could not review the access")
+		}
+		store(a, &a.access, key, sar.Status.Allowed)
+		return sar.Status.Allowed, nil
+	})
+	if p != nil {
+		return p
 	}
-	sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
-		User: c.user.Username, UID: c.user.UID, Groups: c.user.Groups, Extra: extra, ResourceAttributes: attrs,
-	}}
-	if err := a.Client.Create(ctx, sar); err != nil {
-		return problem(503, wire.ProblemUnavailable, "Service Unavailable", "the API server could not review the access")
-	}
-	store(a, &a.access, key, sar.Status.Allowed)
-	if !sar.Status.Allowed {
+	if !allowed {
 		return denied
 	}
 	return nil
@@ -183,10 +224,11 @@ func namespaceOf(username string) string {
 	return ""
 }
 
-func lookup[K comparable, V any](a *Authorizer, m map[K]cached[V], key K) (V, bool) {
+// lookup reads a cache under the lock (store may replace the map itself).
+func lookup[K comparable, V any](a *Authorizer, m *map[K]cached[V], key K) (V, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	e, ok := m[key]
+	e, ok := (*m)[key]
 	if !ok || a.clock().Sub(e.at) >= a.ttl() {
 		var zero V
 		return zero, false

@@ -341,7 +341,7 @@ func agentRecoverySpecs(dynamicClient func() dynamic.Interface, manager func() *
 			HaveKeyWithValue("message", ContainSubstring("ErrImageNeverPull"))))
 		// The recorder sends events after the status write, asynchronously: wait for it.
 		Eventually(func() int32 { return eventCount(ctx, ns, "unpullable", "AgentNotStarted") }).
-			WithContext(ctx).WithTimeout(30*time.Second).WithPolling(poll).Should(BeNumerically(">=", 1))
+			WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(poll).Should(BeNumerically(">=", 1))
 
 		By("no restart is spent while the kubelet keeps failing to pull")
 		Consistently(func(g Gomega) {

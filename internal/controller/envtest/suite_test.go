@@ -117,6 +117,9 @@ var _ = BeforeSuite(func() {
 	Expect(controller.SetupIndexes(ctx, mgr)).To(Succeed())
 	agentCA, _, err = sessionapi.NewCA()
 	Expect(err).NotTo(HaveOccurred())
+	// As cmd/manager does: this replica runs the controller, so the Session API hands its
+	// activity to the reconcile instead of patching status itself.
+	activity := &sessionapi.Activity{Client: k8sClient, Local: mgr.Elected()}
 	Expect((&controller.ConversationReconciler{
 		Client:                  mgr.GetClient(),
 		APIReader:               mgr.GetAPIReader(),
@@ -125,6 +128,7 @@ var _ = BeforeSuite(func() {
 		Stores:                  stores,
 		Views:                   views,
 		Compactor:               compactor,
+		Activity:                activity,
 		Clock:                   clock.RealClock{},
 		MaxConcurrentReconciles: 4,
 		AgentAPIURL:             "https://parley-session-api.parley-system.svc:8082",
@@ -143,7 +147,6 @@ var _ = BeforeSuite(func() {
 		Views:    views,
 	}).SetupWithManager(mgr)).To(Succeed())
 
-	activity := &sessionapi.Activity{Client: k8sClient}
 	Expect(mgr.Add(activity)).To(Succeed())
 	api := &sessionapi.Server{
 		Reader: mgr.GetClient(), Writer: k8sClient, Stores: stores, Views: views,

@@ -181,9 +181,11 @@ func startManager(ctx context.Context, cfg *rest.Config) error {
 	if err := mgr.Add(compactor); err != nil {
 		return err
 	}
+	// As cmd/manager wires it: the leader's Session API hands activity to the reconciler.
+	activity := &sessionapi.Activity{Client: mgr.GetClient(), Local: mgr.Elected()}
 	if err := (&controller.ConversationReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorder("parley-conversation"), Stores: stores, Views: views, Compactor: compactor,
+		Recorder: mgr.GetEventRecorder("parley-conversation"), Stores: stores, Views: views, Compactor: compactor, Activity: activity,
 		Clock: clock.RealClock{}, MaxConcurrentReconciles: 16,
 		AgentAPIURL: "https://parley-session-api.parley-system.svc:8082",
 	}).SetupWithManager(mgr); err != nil {
@@ -208,7 +210,6 @@ func startManager(ctx context.Context, cfg *rest.Config) error {
 		return err
 	}
 	apiURL, apiCA = "https://"+addr, caPEM
-	activity := &sessionapi.Activity{Client: mgr.GetClient()}
 	if err := mgr.Add(activity); err != nil {
 		return err
 	}
