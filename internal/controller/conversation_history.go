@@ -94,7 +94,12 @@ func (r *ConversationReconciler) openHistory(ctx context.Context, s *conversatio
 		r.historyFailed(s, err)
 		return
 	}
-	sum, err := r.summarise(ctx, conv, h)
+	var sum *historySummary
+	if head, ok := history.JustCreated(h); ok && create {
+		sum, err = r.summariseEmpty(conv, head)
+	} else {
+		sum, err = r.summarise(ctx, conv, h)
+	}
 	if err == nil && !sum.initialized {
 		if !create {
 			return
@@ -147,6 +152,26 @@ func (r *ConversationReconciler) summarise(ctx context.Context, conv *parleyv1al
 		return nil
 	})
 	return sum, err
+}
+
+// summariseEmpty summarises a history that Open just created, without reading it: the held
+// view starts empty at its head, and initialise's append then folds onto it. Should another
+// writer have appended meanwhile, that append's answer shows it and the summary reads the store.
+func (r *ConversationReconciler) summariseEmpty(conv *parleyv1alpha1.Conversation, head history.Head) (*historySummary, error) {
+	key, err := historystore.Key(conv)
+	if err != nil {
+		return nil, err
+	}
+	tokenizer := string(tokenizerOf(conv))
+	if err := r.Views.Seed(key, conv.Status.SessionID, tokenizer, head.Epoch, nil, nil); err != nil {
+		return nil, err
+	}
+	sum := &historySummary{epoch: head.Epoch}
+	if _, err := r.Views.FoldAt(key, conv.Status.SessionID, tokenizer, nil, head,
+		func(v *journal.View) error { sum = summaryOf(v); return nil }); err != nil {
+		return nil, err
+	}
+	return sum, nil
 }
 
 // summaryOf reads a view's figures.

@@ -72,6 +72,18 @@ type Appended struct {
 	Head Head
 }
 
+// JustCreated reports the head of a history whose index h's Open created, as long as no
+// record has been committed through h since: the caller that set the history up knows it is
+// empty without reading it. Another process may append meanwhile only if something else lets
+// it; a caller that folds its own first append checks the head the append answers
+// (Appended.Head). False when h's backend does not tell.
+func JustCreated(h History) (Head, bool) {
+	if c, ok := h.(interface{ JustCreated() (Head, bool) }); ok {
+		return c.JustCreated()
+	}
+	return Head{}, false
+}
+
 // ReadOptions select a page of entries.
 type ReadOptions struct {
 	// Epoch to read; 0 means the current epoch.

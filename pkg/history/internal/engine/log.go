@@ -31,6 +31,8 @@ type log struct {
 	loaded   bool
 	m        manifest
 	ver      string
+	// created: this handle's Open created the index (see JustCreated).
+	created bool
 	// ids maps every id of the current epoch (tag idsTag) up to idsThrough.
 	ids        map[string]uint64
 	idsTag     string

@@ -103,3 +103,48 @@ func appendN(t *testing.T, s history.Store, name string, n int) {
 		}
 	}
 }
+
+// JustCreated tells the opener of a history it created that the history is empty, until the
+// first record committed through the handle; a history that existed (or that another handle
+// created) does not report it.
+func TestJustCreated(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name           string
+		exists, create bool
+		want           bool
+	}{
+		{name: "created by this Open", create: true, want: true},
+		{name: "existing, Create", exists: true, create: true},
+		{name: "existing, read", exists: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			first := memory.New(memory.Options{})
+			if tt.exists {
+				appendN(t, first, "a", 2)
+			}
+			s := memory.Reopen(first)
+			h, err := s.Open(ctx, "a", history.OpenOptions{Create: tt.create, ProbablyNew: tt.create})
+			if err != nil {
+				t.Fatal(err)
+			}
+			head, ok := history.JustCreated(h)
+			if ok != tt.want {
+				t.Fatalf("JustCreated = %v, %v; want %v", head, ok, tt.want)
+			}
+			if !ok {
+				return
+			}
+			st := s.(*engine.Store).Stats()
+			if read, err := h.Head(ctx); err != nil || read != head || st.Reads != 0 {
+				t.Fatalf("JustCreated head %+v after %d reads; the index says %+v (%v)", head, st.Reads, read, err)
+			}
+			if _, err := h.Append(ctx, []history.Record{{ID: "m", Data: []byte("x")}}); err != nil {
+				t.Fatal(err)
+			}
+			if head, ok := history.JustCreated(h); ok {
+				t.Fatalf("JustCreated = %v after an append", head)
+			}
+		})
+	}
+}

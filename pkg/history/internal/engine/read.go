@@ -70,6 +70,17 @@ func (h *log) Head(ctx context.Context) (history.Head, error) {
 	return m.head(), nil
 }
 
+// JustCreated implements history.JustCreated: the head of a history this handle's Open
+// created, while no record has been committed through the handle, without a read.
+func (h *log) JustCreated() (history.Head, bool) {
+	h.commitMu.Lock()
+	defer h.commitMu.Unlock()
+	if !h.created || !h.loaded || h.m.LastSeq != 0 {
+		return history.Head{}, false
+	}
+	return h.m.head(), true
+}
+
 // readRange returns entries from..to of an epoch as the manifest m sees it.
 // ErrNotFound means an object vanished under a concurrent seal: reload m.
 func (h *log) readRange(ctx context.Context, m manifest, ref epochRef, from, to uint64) ([]history.Entry, error) {

@@ -78,6 +78,7 @@ func (s *Store) Open(ctx context.Context, name string, opts history.OpenOptions)
 	// view: the commit's compare-and-swap refuses it and the view reloads.
 	if index.ok {
 		h.m, h.ver, h.loaded = index.m, index.ver, true
+		h.created = index.created
 	}
 	s.handles[name] = h
 	return h, nil
@@ -89,6 +90,8 @@ type indexSeen struct {
 	m   manifest
 	ver string
 	ok  bool
+	// created: this Open wrote the index, so the history was empty a moment ago.
+	created bool
 }
 
 func seen(data []byte, ver string) indexSeen {
@@ -111,7 +114,7 @@ func ensureIndex(ctx context.Context, objects Objects, opts history.OpenOptions)
 	m := newManifest()
 	ver, err := objects.Create(ctx, indexKey, m.encode())
 	if err == nil {
-		return indexSeen{m: m, ver: ver, ok: ver != ""}, nil
+		return indexSeen{m: m, ver: ver, ok: ver != "", created: true}, nil
 	}
 	if !errors.Is(err, history.ErrConflict) {
 		return indexSeen{}, err
