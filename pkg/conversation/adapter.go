@@ -125,6 +125,9 @@ func DecodeAdapterState(adapterType string, data []byte) (AdapterState, error) {
 	if !utf8.ValidString(adapterType) { // JSON would mangle it: the state would come back as another type
 		return nil, errors.New("conversation: adapter type is not valid UTF-8")
 	}
+	if !utf8.Valid(data) { // raw data (GenericAdapterState.Data) would not come back as stored
+		return nil, fmt.Errorf("conversation: %s adapter state is not valid UTF-8", adapterType)
+	}
 	if adapterType == AdapterClaudeAgentSDK {
 		var s ClaudeAgentSDKState
 		if err := json.Unmarshal(data, &s, lenientJSON); err != nil {
