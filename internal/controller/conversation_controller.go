@@ -109,6 +109,7 @@ func (r *ConversationReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			applyActivity(s, activityAt)
 		}
 	}
+	s.summaryCurrent = !tookActivity && r.own.unchangedSince(req.NamespacedName, conv.ResourceVersion)
 	minted := decideSession(s, func() string { return r.newSessionID(conv) })
 	exp := decideExpiry(s)
 	// The history is keyed by the session id, and a minted id is derived from the object's

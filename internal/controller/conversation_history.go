@@ -18,6 +18,9 @@ import (
 	"github.com/parley-dev/parley/pkg/history"
 )
 
+// retainedMessage is HistoryAvailable's message once an expired session's history is retained.
+const retainedMessage = "the session expired; its history is retained (expirationPolicy Retain)"
+
 // historyAction is what the history phase does in one reconcile.
 type historyAction int
 
@@ -26,6 +29,9 @@ const (
 	historyKeep historyAction = iota
 	// historyReadOnly: the session expired with Retain: summarise, never create.
 	historyReadOnly
+	// historyRetained: expired with Retain, and status already holds the last summary: an
+	// expired session takes no appends, so there is nothing new to read.
+	historyRetained
 	// historyDelete: expired with Delete and not yet deleted.
 	historyDelete
 	// historyArchive: expired with Archive and not yet archived.
@@ -51,8 +57,21 @@ func decideHistoryAction(s *conversationScope) historyAction {
 	case parleyv1alpha1.ExpirationPolicyArchive:
 		return historyArchive
 	default:
+		if summaryIsFinal(s) {
+			return historyRetained
+		}
 		return historyReadOnly
 	}
+}
+
+// summaryIsFinal: status.history is this controller's summary of a readable history and
+// nothing has touched the object since. An expired session takes no appends, so its last
+// summary stays right; activity from before the expiry still on its way (a patch, or a
+// hand-off) writes the object or wakes a reconcile that takes it, and that one reads the store.
+func summaryIsFinal(s *conversationScope) bool {
+	c := s.condition(parleyv1alpha1.ConditionHistoryAvailable)
+	return s.summaryCurrent && s.status.History != nil && c != nil && c.Status == metav1.ConditionTrue &&
+		(c.Reason == parleyv1alpha1.ReasonHistoryReady || c.Reason == parleyv1alpha1.ReasonHistoryRetained)
 }
 
 // backendOf names a Conversation's backend for metrics.
@@ -75,6 +94,8 @@ func (r *ConversationReconciler) reconcileHistory(ctx context.Context, s *conver
 	case historyArchive:
 		r.archiveHistory(ctx, s)
 		return
+	case historyRetained:
+		s.setCondition(parleyv1alpha1.ConditionHistoryAvailable, metav1.ConditionTrue, parleyv1alpha1.ReasonHistoryRetained, retainedMessage)
 	case historyReadOnly:
 		r.openHistory(ctx, s, false)
 	default:
@@ -125,7 +146,7 @@ func (r *ConversationReconciler) openHistory(ctx context.Context, s *conversatio
 	}
 	reason, msg := parleyv1alpha1.ReasonHistoryReady, fmt.Sprintf("history at %s: %d messages", s.status.History.Location, sum.messages)
 	if s.expired {
-		reason, msg = parleyv1alpha1.ReasonHistoryRetained, "the session expired; its history is retained (expirationPolicy Retain)"
+		reason, msg = parleyv1alpha1.ReasonHistoryRetained, retainedMessage
 	}
 	s.setCondition(parleyv1alpha1.ConditionHistoryAvailable, metav1.ConditionTrue, reason, msg)
 }

@@ -15,9 +15,13 @@ func TestDecideHistoryAction(t *testing.T) {
 	history := func(status metav1.ConditionStatus, reason string) func(*parleyv1alpha1.Conversation) {
 		return withCondition(parleyv1alpha1.ConditionHistoryAvailable, status, reason)
 	}
+	summarised := func(c *parleyv1alpha1.Conversation) {
+		c.Status.History = &parleyv1alpha1.HistoryStatus{Messages: 3, Sequence: 4, Epoch: 1}
+	}
 	tests := map[string]struct {
 		conv    *parleyv1alpha1.Conversation
 		expired bool
+		current bool // summaryCurrent: nothing wrote the object since this controller's summary
 		want    historyAction
 	}{
 		"live keeps the history whatever the policy": {conv: testConv(policy(parleyv1alpha1.ExpirationPolicyDelete)), want: historyKeep},
@@ -46,11 +50,35 @@ func TestDecideHistoryAction(t *testing.T) {
 			conv:    testConv(policy(parleyv1alpha1.ExpirationPolicyRetain), history(metav1.ConditionTrue, parleyv1alpha1.ReasonHistoryRetained)),
 			expired: true, want: historyReadOnly,
 		},
+		"expired Retain with its own summary current is not read": {
+			conv:    testConv(policy(parleyv1alpha1.ExpirationPolicyRetain), summarised, history(metav1.ConditionTrue, parleyv1alpha1.ReasonHistoryReady)),
+			expired: true, current: true, want: historyRetained,
+		},
+		"retained and current stays unread": {
+			conv:    testConv(summarised, history(metav1.ConditionTrue, parleyv1alpha1.ReasonHistoryRetained)),
+			expired: true, current: true, want: historyRetained,
+		},
+		"written since (activity) is read": {
+			conv:    testConv(summarised, history(metav1.ConditionTrue, parleyv1alpha1.ReasonHistoryReady)),
+			expired: true, want: historyReadOnly,
+		},
+		"current but the last read failed is read": {
+			conv:    testConv(summarised, history(metav1.ConditionFalse, parleyv1alpha1.ReasonStoreUnavailable)),
+			expired: true, current: true, want: historyReadOnly,
+		},
+		"current but never summarised is read": {
+			conv:    testConv(history(metav1.ConditionTrue, parleyv1alpha1.ReasonHistoryReady)),
+			expired: true, current: true, want: historyReadOnly,
+		},
+		"live and current is still read": {
+			conv:    testConv(summarised, history(metav1.ConditionTrue, parleyv1alpha1.ReasonHistoryReady)),
+			current: true, want: historyKeep,
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			s := newConversationScope(tc.conv, created)
-			s.expired = tc.expired
+			s.expired, s.summaryCurrent = tc.expired, tc.current
 			if got := decideHistoryAction(s); got != tc.want {
 				t.Errorf("decideHistoryAction = %d, want %d", got, tc.want)
 			}

@@ -27,6 +27,9 @@ type conversationScope struct {
 
 	// summary is what the history holds now, when it could be read this reconcile.
 	summary *historySummary
+	// summaryCurrent: status.history is this controller's own last summary and nothing has
+	// written the object since (no activity patch, no activity handed over).
+	summaryCurrent bool
 
 	// agentPod is the current agent pod, when the agent phase read one.
 	agentPod *corev1.Pod

@@ -31,6 +31,9 @@ import (
 type ownWrites struct {
 	mu     sync.Mutex
 	writes map[types.NamespacedName]ownWrite
+	// last is the resourceVersion each object had after this controller's last reconcile
+	// (written or found current), until an error or a delete makes it unknown.
+	last map[types.NamespacedName]string
 }
 
 type ownWrite struct {
@@ -51,10 +54,15 @@ func (w *ownWrites) note(base *parleyv1alpha1.Conversation, status *parleyv1alph
 	w.writes[client.ObjectKeyFromObject(base)] = ownWrite{base: base.ResourceVersion, status: status.DeepCopy()}
 }
 
-// wrote records the resourceVersion the noted write produced.
+// wrote records the resourceVersion the reconcile's status write produced (or, when status
+// did not change, the one it read).
 func (w *ownWrites) wrote(key types.NamespacedName, rv string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.last == nil {
+		w.last = map[types.NamespacedName]string{}
+	}
+	w.last[key] = rv
 	if got, ok := w.writes[key]; ok {
 		got.written = rv
 		w.writes[key] = got
@@ -75,6 +83,16 @@ func (w *ownWrites) forget(key types.NamespacedName) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.writes, key)
+	delete(w.last, key)
+}
+
+// unchangedSince tells whether the object at rv is as this controller's last reconcile left it:
+// no one (the Session API's activity included) has written it since.
+func (w *ownWrites) unchangedSince(key types.NamespacedName, rv string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	last, ok := w.last[key]
+	return ok && rv != "" && last == rv
 }
 
 // consume tells whether the update from prev to cur is a noted write, forgetting it when so.

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
@@ -105,5 +106,23 @@ func TestOwnWritesKeptOnlyForAReconcileThatSawTheWrite(t *testing.T) {
 				t.Fatalf("the write's event wakes a reconcile: %v, want %v", got, tc.wakes)
 			}
 		})
+	}
+}
+
+// unchangedSince knows the resourceVersion this controller's last reconcile left, and forgets
+// it on a failed write or a delete.
+func TestOwnWritesUnchangedSince(t *testing.T) {
+	var w ownWrites
+	key := types.NamespacedName{Namespace: "ns", Name: "c"}
+	if w.unchangedSince(key, "5") {
+		t.Fatal("unchanged before any reconcile")
+	}
+	w.wrote(key, "5")
+	if !w.unchangedSince(key, "5") || w.unchangedSince(key, "6") || w.unchangedSince(key, "") {
+		t.Fatal("unchangedSince does not compare with the last resourceVersion")
+	}
+	w.forget(key)
+	if w.unchangedSince(key, "5") {
+		t.Fatal("still unchanged after forget")
 	}
 }
