@@ -218,7 +218,16 @@ func TestClientSideApply(t *testing.T) {
 	})
 
 	t.Run("kubectl explain says the template is a Pod template and points to the Pod's docs", func(t *testing.T) {
-		out, err := k.run(ctx, "", "explain", "conversation.spec.agent.template")
+		// The API server publishes a new CRD's OpenAPI a moment after it is served: until then
+		// kubectl explain cannot find the resource.
+		var out string
+		var err error
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+			out, err = k.run(ctx, "", "explain", "conversation.spec.agent.template")
+			if err == nil || !strings.Contains(out, "couldn't find resource") || time.Now().After(deadline) {
+				break
+			}
+		}
 		if err != nil {
 			t.Fatalf("kubectl explain: %v\n%s", err, out)
 		}
