@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"encoding/json"
 	"maps"
 	"sync"
 
@@ -51,7 +52,22 @@ func (w *ownWrites) note(base *parleyv1alpha1.Conversation, status *parleyv1alph
 	if w.writes == nil {
 		w.writes = map[types.NamespacedName]ownWrite{}
 	}
-	w.writes[client.ObjectKeyFromObject(base)] = ownWrite{base: base.ResourceVersion, status: status.DeepCopy()}
+	w.writes[client.ObjectKeyFromObject(base)] = ownWrite{base: base.ResourceVersion, status: asStored(status)}
+}
+
+// asStored is status as the API server stores it and the watch delivers it: times in whole
+// seconds (metav1.Time's JSON), where the reconcile set them with nanoseconds (a condition's
+// transition time). Compared as built, our own write's event never matched.
+func asStored(status *parleyv1alpha1.ConversationStatus) *parleyv1alpha1.ConversationStatus {
+	out := &parleyv1alpha1.ConversationStatus{}
+	data, err := json.Marshal(status)
+	if err == nil {
+		err = json.Unmarshal(data, out)
+	}
+	if err != nil {
+		return status.DeepCopy() // cannot happen for a status that encodes; compare as built
+	}
+	return out
 }
 
 // wrote records the resourceVersion the reconcile's status write produced (or, when status

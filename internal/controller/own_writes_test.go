@@ -2,6 +2,7 @@ package controller
 
 import (
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -124,5 +125,28 @@ func TestOwnWritesUnchangedSince(t *testing.T) {
 	w.forget(key)
 	if w.unchangedSince(key, "5") {
 		t.Fatal("still unchanged after forget")
+	}
+}
+
+// A write that sets a condition carries its transition time with nanoseconds; the object the
+// watch delivers has it in whole seconds (metav1.Time's JSON). It is still our write: one
+// reconcile per expiry, not two (the scale benchmark counted 2.56 per expiry).
+func TestOwnWritesRecogniseAConditionTransition(t *testing.T) {
+	at := time.Date(2026, 11, 25, 17, 15, 0, 123456789, time.UTC)
+	var w ownWrites
+	status := convAt("").Status
+	status.Conditions = []metav1.Condition{{
+		Type: parleyv1alpha1.ConditionExpired, Status: metav1.ConditionTrue,
+		Reason: parleyv1alpha1.ReasonTTLExceeded, LastTransitionTime: metav1.NewTime(at),
+	}}
+	w.note(convAt("10"), &status)
+	delivered := convAt("11", func(c *parleyv1alpha1.Conversation) {
+		c.Status.Conditions = []metav1.Condition{{
+			Type: parleyv1alpha1.ConditionExpired, Status: metav1.ConditionTrue,
+			Reason: parleyv1alpha1.ReasonTTLExceeded, LastTransitionTime: metav1.NewTime(at.Truncate(time.Second)),
+		}}
+	})
+	if w.predicate().Update(event.UpdateEvent{ObjectOld: convAt("10"), ObjectNew: delivered}) {
+		t.Fatal("our own condition transition woke a reconcile")
 	}
 }
