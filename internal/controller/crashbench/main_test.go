@@ -2,9 +2,7 @@ package crashbench
 
 import (
 	"context"
-	"fmt"
 	"testing"
-	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -139,19 +137,5 @@ func startManager(ctx context.Context, cfg *rest.Config) error {
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- mgr.Start(ctx) }()
-	synced := make(chan bool, 1)
-	go func() { synced <- mgr.GetCache().WaitForCacheSync(ctx) }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("the manager stopped: %w", err)
-	case ok := <-synced:
-		if !ok {
-			return fmt.Errorf("the manager's cache did not sync")
-		}
-	case <-time.After(time.Minute):
-		return fmt.Errorf("the manager's cache did not sync in a minute")
-	}
-	return nil
+	return kubeenv.StartManager(ctx, mgr)
 }

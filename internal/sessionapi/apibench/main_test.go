@@ -219,19 +219,8 @@ func startManager(ctx context.Context, cfg *rest.Config) error {
 	}); err != nil {
 		return err
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- mgr.Start(ctx) }()
-	synced := make(chan bool, 1)
-	go func() { synced <- mgr.GetCache().WaitForCacheSync(ctx) }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("the manager stopped: %w", err)
-	case ok := <-synced:
-		if !ok {
-			return fmt.Errorf("the manager's cache did not sync")
-		}
-	case <-time.After(time.Minute):
-		return fmt.Errorf("the manager's cache did not sync in a minute")
+	if err := kubeenv.StartManager(ctx, mgr); err != nil {
+		return err
 	}
 	return waitListening(addr)
 }

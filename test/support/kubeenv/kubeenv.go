@@ -4,6 +4,7 @@
 package kubeenv
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -12,9 +13,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/parley-dev/parley/test/support/repopath"
 )
@@ -84,6 +87,26 @@ func benchmarking() bool {
 		}
 	}
 	return false
+}
+
+// StartManager runs mgr until ctx ends and waits for its cache to sync (a minute at most), or
+// for it to stop first.
+func StartManager(ctx context.Context, mgr manager.Manager) error {
+	errc := make(chan error, 1)
+	go func() { errc <- mgr.Start(ctx) }()
+	synced := make(chan bool, 1)
+	go func() { synced <- mgr.GetCache().WaitForCacheSync(ctx) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("the manager stopped: %w", err)
+	case ok := <-synced:
+		if !ok {
+			return errors.New("the manager's cache did not sync")
+		}
+	case <-time.After(time.Minute):
+		return errors.New("the manager's cache did not sync in a minute")
+	}
+	return nil
 }
 
 // AssetsDir is the folder holding etcd and kube-apiserver: KUBEBUILDER_ASSETS, or bin/k8s/envtest
