@@ -82,6 +82,13 @@ func agentPodOf(conv *parleyv1alpha1.Conversation) *corev1.Pod {
 	Expect(k8sClient.Create(ctx, pod)).To(Succeed())
 	patch := fmt.Appendf(nil, `{"status":{"agent":{"podName":%q}}}`, pod.Name)
 	Expect(k8sClient.Status().Patch(ctx, conv, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+	// The Session API checks the pod binding against its cache: wait until it sees the pod.
+	Eventually(func(g Gomega) {
+		seen := &parleyv1alpha1.Conversation{}
+		g.Expect(sessionReader.Get(ctx, client.ObjectKeyFromObject(conv), seen)).To(Succeed())
+		g.Expect(seen.Status.Agent).NotTo(BeNil())
+		g.Expect(seen.Status.Agent.PodName).To(Equal(pod.Name))
+	}).Should(Succeed())
 	return pod
 }
 

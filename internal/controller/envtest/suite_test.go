@@ -52,8 +52,10 @@ var (
 	s3srv     *s3server.Server
 	stores    *historystore.Stores
 	compactor *compaction.Runner
-	// sessionURL is the Session API of the suite, served from httptest.
-	sessionURL string
+	// sessionURL is the Session API of the suite, served from httptest; sessionReader is what it
+	// reads Conversations through (the manager's cache, which may lag k8sClient's writes).
+	sessionURL    string
+	sessionReader client.Reader
 	// reconciles counts Conversation reconciles per object.
 	reconciles sync.Map
 	// testBucket holds every objectStore history of the suite.
@@ -148,8 +150,9 @@ var _ = BeforeSuite(func() {
 	}).SetupWithManager(mgr)).To(Succeed())
 
 	Expect(mgr.Add(activity)).To(Succeed())
+	sessionReader = mgr.GetClient()
 	api := &sessionapi.Server{
-		Reader: mgr.GetClient(), Writer: k8sClient, Stores: stores, Views: views,
+		Reader: sessionReader, Writer: k8sClient, Stores: stores, Views: views,
 		Auth: &sessionapi.Authorizer{Client: k8sClient, TTL: time.Second}, Activity: activity,
 	}
 	srv := httptest.NewServer(api.Handler())
