@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -90,6 +91,9 @@ func MarshalSnapshot(s *State, meta SnapshotMetadata) ([]byte, error) {
 // UnmarshalSnapshot decodes and verifies a snapshot. It returns ErrSnapshotVersion or
 // ErrSnapshotCorrupt (wrapped with details), and never a partially decoded state.
 func UnmarshalSnapshot(data []byte) (Snapshot, error) {
+	if !utf8.Valid(data) { // what the encoder writes is UTF-8; raw extras would not come back as read
+		return Snapshot{}, corrupt("not valid UTF-8")
+	}
 	head, payload, err := splitSnapshot(data)
 	if err != nil {
 		return Snapshot{}, err
