@@ -62,6 +62,7 @@ type options struct {
 	agentAPIURL          string
 	agentCAConfigMap     string
 	nodeLostGrace        time.Duration
+	pprofAddr            string
 }
 
 func main() {
@@ -104,6 +105,9 @@ func main() {
 		"A ConfigMap (key ca.crt, in each agent's namespace) mounted into agent pods as PARLEY_CA_FILE, for a Session API certificate agents do not trust otherwise.")
 	flag.DurationVar(&o.nodeLostGrace, "node-lost-grace", controller.DefaultNodeLostGrace,
 		"How long an agent pod's node may be NotReady before the agent counts as crashed (NodeLost) and is restarted elsewhere.")
+	flag.StringVar(&o.pprofAddr, "pprof-bind-address", "",
+		"Address Go's pprof endpoints (/debug/pprof/) bind to, for profiling; empty or 0 disables them. "+
+			"Unauthenticated: bind to loopback or keep the port closed.")
 	showVersion := flag.Bool("version", false, "Print the version and build information and exit.")
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine) // --zap-log-level, --zap-encoder (json|console), ...
@@ -159,6 +163,7 @@ func run(ctx context.Context, o options) error {
 		// Safe because the process exits right after the manager stops.
 		LeaderElectionReleaseOnCancel: true,
 		Cache:                         cacheOpts,
+		PprofBindAddress:              o.pprofAddr,
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)

@@ -32,6 +32,7 @@ import (
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 	"github.com/parley-dev/parley/test/support/kubeenv"
+	"github.com/parley-dev/parley/test/support/managerproc"
 	"github.com/parley-dev/parley/test/support/repopath"
 )
 
@@ -55,6 +56,7 @@ type settings struct {
 	dir         string        // PARLEY_SCALE_DIR: keep the manager binary and log here
 	onlyA       bool          // PARLEY_SCALE_PHASES=a: stop after phase (a), for experiments
 	src         string        // PARLEY_SCALE_SRC: build the manager and take the CRDs from this tree (default: this repository)
+	profile     time.Duration // PARLEY_SCALE_PROFILE: CPU profiles of the API server and the manager this long in the expiry window
 }
 
 func loadSettings(b *testing.B) settings {
@@ -78,6 +80,7 @@ func loadSettings(b *testing.B) settings {
 	for env, p := range map[string]*time.Duration{
 		"PARLEY_SCALE_EXPIRE_AFTER": &s.expireAfter, "PARLEY_SCALE_SPREAD": &s.spread,
 		"PARLEY_SCALE_TIMEOUT": &s.timeout, "PARLEY_SCALE_SCRAPE": &s.scrapeEvery,
+		"PARLEY_SCALE_PROFILE": &s.profile,
 	} {
 		if v := os.Getenv(env); v != "" {
 			d, err := time.ParseDuration(v)
@@ -249,7 +252,17 @@ func BenchmarkConversations10k(b *testing.B) {
 	if err := kubeenv.WriteKubeconfig(kubeconfig, kube, ""); err != nil {
 		b.Fatal(err)
 	}
-	mgr, args, err := startManager(bin, kubeconfig, filepath.Join(s.dir, "manager.log"), s.managerArgs)
+	extra := s.managerArgs
+	pprofURL := ""
+	if s.profile > 0 {
+		port, err := managerproc.FreePort()
+		if err != nil {
+			b.Fatal(err)
+		}
+		pprofURL = fmt.Sprintf("http://127.0.0.1:%d", port)
+		extra = append([]string{"--pprof-bind-address=127.0.0.1:" + strconv.Itoa(port)}, extra...)
+	}
+	mgr, args, err := startManager(bin, kubeconfig, filepath.Join(s.dir, "manager.log"), extra)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -341,6 +354,9 @@ waitA:
 	windowEnd := expiryBase.Add(s.spread)
 	b.Logf("expiry window %s .. %s (%.0f s after creation began); waiting", expiryBase.Format("15:04:05"),
 		windowEnd.Format("15:04:05"), expiryBase.Sub(t0).Seconds())
+	if s.profile > 0 {
+		go bn.profileExpiry(ctx, expiryBase, pprofURL)
+	}
 	select {
 	case <-tr.allExpired:
 	case <-time.After(time.Until(windowEnd) + s.timeout):
