@@ -77,7 +77,7 @@ func (r *CheckpointReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 
 	before := ckpt.DeepCopy()
 	ckpt.Status, err = r.decide(ctx, ckpt, conv, found)
-	if perr := PatchStatus(ctx, r.Client, before, ckpt, checkpointStatus); perr != nil {
+	if perr := WriteStatus(ctx, r.Client, before, ckpt, checkpointStatus); perr != nil {
 		if errors.Is(perr, ErrStatusConflict) {
 			return ctrl.Result{RequeueAfter: conflictRetryDelay}, nil
 		}

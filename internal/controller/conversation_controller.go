@@ -126,7 +126,7 @@ func (r *ConversationReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if !apiequality.Semantic.DeepEqual(before.Status, conv.Status) {
 		r.own.note(before, &conv.Status)
 	}
-	if err := PatchStatus(ctx, r.Client, before, conv, conversationStatus); err != nil {
+	if err := WriteStatus(ctx, r.Client, before, conv, conversationStatus); err != nil {
 		r.own.forget(req.NamespacedName)
 		if tookActivity {
 			r.Activity.Restore(req.NamespacedName, activityAt)

@@ -191,7 +191,7 @@ var _ = Describe("Conversation controller on a real apiserver", func() {
 
 		forged := stale.DeepCopy()
 		forged.Status.SessionID = "00000000-0000-4000-8000-000000000000"
-		err := controller.PatchStatus(ctx, k8sClient, stale, forged,
+		err := controller.WriteStatus(ctx, k8sClient, stale, forged,
 			func(c *parleyv1alpha1.Conversation) any { return c.Status })
 		Expect(err).To(MatchError(controller.ErrStatusConflict))
 		Expect(k8sClient.Get(ctx, clientKey(conv), conv)).To(Succeed())
