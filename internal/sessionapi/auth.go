@@ -98,6 +98,10 @@ func (a *Authorizer) authenticate(ctx context.Context, token string) (*caller, *
 		return c, nil
 	}
 	c, p := review(a, "token\x00"+string(key[:]), func() (*caller, *wire.Problem) {
+		// A caller that missed the cache just as the previous shared review filled it.
+		if c, ok := lookup(a, &a.tokens, key); ok {
+			return c, nil
+		}
 		c, p := a.reviewToken(ctx, token)
 		if p == nil {
 			store(a, &a.tokens, key, c)
@@ -181,6 +185,9 @@ func (a *Authorizer) authorizeResource(ctx context.Context, c *caller, attrs *au
 		return nil
 	}
 	allowed, p := review(a, "access\x00"+key, func() (bool, *wire.Problem) {
+		if ok, hit := lookup(a, &a.access, key); hit {
+			return ok, nil
+		}
 		extra := map[string]authzv1.ExtraValue{}
 		for k, v := range c.user.Extra {
 			extra[k] = authzv1.ExtraValue(v)
