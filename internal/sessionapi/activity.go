@@ -17,8 +17,16 @@ import (
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 )
 
-// DefaultActivityInterval is how often batched activity reaches Conversation status.
-const DefaultActivityInterval = time.Second
+// DefaultActivityInterval is how long a conversation's activity waits, at most, before it
+// is handed to the controller or written: the first append after a write starts the clock,
+// later ones join it. A conversation that takes appends all the time is written about once
+// per interval and an eighth; the bound for status is 2 s.
+const DefaultActivityInterval = 1250 * time.Millisecond
+
+// activityTicks is how many times per interval the flush looks for conversations that are due:
+// the deadlines of different conversations fall apart, so their status writes (the API
+// server's dearest request here) spread over the interval instead of coming in one burst.
+const activityTicks = 8
 
 // handOffTimeout is how long activity handed to the controller may wait to be taken before the
 // flush writes it itself (a controller queue backed up for that long gets the patch instead).
@@ -45,7 +53,7 @@ type Activity struct {
 	Local <-chan struct{}
 
 	mu      sync.Mutex
-	pending map[types.NamespacedName]time.Time
+	pending map[types.NamespacedName]pendingActivity
 	handed  map[types.NamespacedName]handOff
 	wakes   chan event.GenericEvent
 }
@@ -53,53 +61,71 @@ type Activity struct {
 // handOff is activity waiting for the controller: the latest time, and when it was first handed.
 type handOff struct{ at, since time.Time }
 
+// pendingActivity is activity not flushed yet: the latest time, and when the oldest of it was
+// recorded (zero: due at once, e.g. a write to retry).
+type pendingActivity struct{ at, since time.Time }
+
 // Touch records activity on a conversation now.
 func (a *Activity) Touch(conv *parleyv1alpha1.Conversation) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.pending == nil {
-		a.pending = map[types.NamespacedName]time.Time{}
+		a.pending = map[types.NamespacedName]pendingActivity{}
 	}
-	a.pending[client.ObjectKeyFromObject(conv)] = a.now()
+	key, now := client.ObjectKeyFromObject(conv), a.now()
+	p, ok := a.pending[key]
+	if !ok {
+		p.since = now
+	}
+	p.at = later(p.at, now)
+	a.pending[key] = p
 }
 
 // NeedLeaderElection is false: every replica's appends count.
 func (a *Activity) NeedLeaderElection() bool { return false }
 
-// Start flushes every Interval until ctx ends, and once more at the end.
+// Start flushes each conversation's activity once it is Interval old, until ctx ends, and
+// everything once more at the end.
 func (a *Activity) Start(ctx context.Context) error {
-	interval := a.Interval
-	if interval <= 0 {
-		interval = DefaultActivityInterval
-	}
-	t := time.NewTicker(interval)
+	interval := a.interval()
+	t := time.NewTicker(max(interval/activityTicks, 10*time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			// The controller stops too: write what it has not taken.
-			a.flush(context.WithoutCancel(ctx), true)
+			a.flush(context.WithoutCancel(ctx), true, time.Time{})
 			return nil
 		case <-t.C:
-			a.Flush(ctx)
+			a.flush(ctx, false, a.now().Add(-interval))
 		}
 	}
 }
 
-// Flush hands the pending activity times to the local controller, or writes them. A failed
-// write is kept for the next flush.
-func (a *Activity) Flush(ctx context.Context) { a.flush(ctx, false) }
-
-// flush is Flush; final, at shutdown, writes everything, the activity handed over and not
-// taken included.
-func (a *Activity) flush(ctx context.Context, final bool) {
-	a.mu.Lock()
-	batch := a.pending
-	a.pending = nil
-	a.mu.Unlock()
-	if batch == nil {
-		batch = map[types.NamespacedName]time.Time{}
+func (a *Activity) interval() time.Duration {
+	if a.Interval <= 0 {
+		return DefaultActivityInterval
 	}
+	return a.Interval
+}
+
+// Flush hands all pending activity times to the local controller, or writes them, however
+// recent. A failed write is kept for the next flush.
+func (a *Activity) Flush(ctx context.Context) { a.flush(ctx, false, time.Time{}) }
+
+// flush hands over or writes the activity recorded first at or before due (all of it when due
+// is zero); final, at shutdown, writes everything, the activity handed over and not taken
+// included.
+func (a *Activity) flush(ctx context.Context, final bool, due time.Time) {
+	a.mu.Lock()
+	batch := map[types.NamespacedName]time.Time{}
+	for key, p := range a.pending {
+		if due.IsZero() || !p.since.After(due) {
+			batch[key] = p.at
+			delete(a.pending, key)
+		}
+	}
+	a.mu.Unlock()
 	local := !final && a.isLocal()
 	for key, at := range batch {
 		if local && a.handOff(key, at) {
@@ -155,9 +181,11 @@ func (a *Activity) Restore(key types.NamespacedName, at time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.pending == nil {
-		a.pending = map[types.NamespacedName]time.Time{}
+		a.pending = map[types.NamespacedName]pendingActivity{}
 	}
-	a.pending[key] = later(a.pending[key], at)
+	p := a.pending[key]
+	// due at the next flush: it waited its interval already
+	a.pending[key] = pendingActivity{at: later(p.at, at)}
 }
 
 // handOff records activity for the controller and wakes it; false when the wake could not be

@@ -134,8 +134,53 @@ func TestActivityHandsOffToTheLocalController(t *testing.T) {
 
 	a.Touch(conv)
 	a.Flush(ctx)
-	a.flush(ctx, true)
+	a.flush(ctx, true, time.Time{})
 	if patches != 3 {
 		t.Fatalf("at shutdown: %d patches, want the untaken activity written (3)", patches)
+	}
+}
+
+// TestActivityWaitsItsIntervalPerConversation: a conversation's activity is flushed once the
+// oldest of it is an interval old, not at a tick shared by all, so the status writes of
+// conversations that became active at different times do not come in one burst.
+func TestActivityWaitsItsIntervalPerConversation(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := parleyv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	a1 := &parleyv1alpha1.Conversation{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}}
+	b1 := &parleyv1alpha1.Conversation{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b"}}
+	var written []string
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(a1, b1).WithStatusSubresource(a1, b1).
+		WithInterceptorFuncs(interceptor.Funcs{
+			SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+				written = append(written, obj.GetName())
+				return cl.SubResource(sub).Patch(ctx, obj, patch, opts...)
+			},
+		}).Build()
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	a := &Activity{Client: c, Now: func() time.Time { return now }, Interval: time.Second}
+	ctx := context.Background()
+	tick := func(d time.Duration) []string {
+		now = now.Add(d)
+		written = nil
+		a.flush(ctx, false, now.Add(-a.interval()))
+		return written
+	}
+
+	a.Touch(a1)
+	if got := tick(600 * time.Millisecond); len(got) != 0 {
+		t.Fatalf("0.6 s after the first append: wrote %v, want nothing yet", got)
+	}
+	a.Touch(a1) // a later append joins the waiting one: it does not restart the clock
+	a.Touch(b1)
+	if got := tick(400 * time.Millisecond); len(got) != 1 || got[0] != "a" {
+		t.Fatalf("1 s after a's first append, 0.4 s after b's: wrote %v, want [a]", got)
+	}
+	if got := tick(600 * time.Millisecond); len(got) != 1 || got[0] != "b" {
+		t.Fatalf("1 s after b's first append: wrote %v, want [b]", got)
+	}
+	if got := tick(2 * time.Second); len(got) != 0 {
+		t.Fatalf("no activity since: wrote %v", got)
 	}
 }
