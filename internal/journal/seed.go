@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -52,7 +53,7 @@ func ParseSeed(data []byte, format string) (conversation.State, string, error) {
 func detectSeed(data []byte) string {
 	line := firstLine(data)
 	var probe map[string]jsontext.Value
-	if json.Unmarshal(line, &probe) == nil {
+	if json.Unmarshal(line, &probe, codec) == nil { // a transcript may hold bytes that are not UTF-8
 		for _, k := range []string{"sessionId", "uuid", "parentUuid", "leafUuid"} {
 			if _, ok := probe[k]; ok {
 				return SeedClaudeCode
@@ -89,6 +90,9 @@ func parseNeutral(data []byte) (conversation.State, error) {
 		line := bytes.TrimSpace(sc.Bytes())
 		if len(line) == 0 {
 			continue
+		}
+		if !utf8.Valid(line) { // Parley's own JSON: raw members would not come back as read
+			return conversation.State{}, fmt.Errorf("%w: line %d is not valid UTF-8", ErrSeed, n)
 		}
 		var m conversation.Message
 		if err := json.Unmarshal(line, &m, json.RejectUnknownMembers(false)); err != nil {

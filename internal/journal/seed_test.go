@@ -91,6 +91,18 @@ func TestParseSeed(t *testing.T) {
 			data: lines(userLine, `{"id":"u1","role":"user","blocks":[{"type":"text","text":"other"}]}`), format: SeedNeutral,
 			wantFormat: SeedNeutral, wantErr: "line 2",
 		},
+		"neutral: a line that is not UTF-8": {
+			data: lines("{\"id\":\"s\",\"role\":\"system\",\"future\":{\"k\xb4\":1}}"), format: SeedNeutral,
+			wantFormat: SeedNeutral, wantErr: "line 1 is not valid UTF-8",
+		},
+		"neutral: a message whose raw input is not UTF-8": {
+			data:   lines(userLine, "{\"id\":\"a\",\"role\":\"assistant\",\"blocks\":[{\"type\":\"tool_use\",\"toolUseId\":\"t\",\"input\":{\"k\":\"\xb4\"}}]}"),
+			format: SeedNeutral, wantFormat: SeedNeutral, wantErr: "line 2 is not valid UTF-8",
+		},
+		"claude: bytes that are not UTF-8 are read as U+FFFD": {
+			data:   lines("{\"type\":\"user\",\"uuid\":\"u1\",\"sessionId\":\"s\",\"x\":\"\xb4\",\"message\":{\"role\":\"user\",\"content\":\"hi\"}}"),
+			format: SeedAuto, wantFormat: SeedClaudeCode, wantMessages: []string{"u1"},
+		},
 		"neutral: an unknown role": {
 			data: lines(`{"id":"x","role":"robot"}`), format: SeedNeutral, wantFormat: SeedNeutral, wantErr: "line 1",
 		},

@@ -112,6 +112,11 @@ func entryKey(entry jsontext.Value) (string, error) {
 	if entry.Kind() != '{' {
 		return "", fmt.Errorf("%w: an entry must be a JSON object", ErrTranscriptEntry)
 	}
+	// The record would hold U+FFFD for each bad byte: the line would not load back as
+	// appended, and two uuids differing only there would be one key.
+	if !utf8.Valid(entry) {
+		return "", fmt.Errorf("%w: an entry must be valid UTF-8", ErrTranscriptEntry)
+	}
 	var h entryHeader
 	if err := json.Unmarshal(entry, &h, codec); err != nil {
 		return "", fmt.Errorf("%w: %w", ErrTranscriptEntry, err)

@@ -82,6 +82,8 @@ func TestTranscriptRecordsRefuses(t *testing.T) {
 		"no batch":                {batch: "-", entry: `{"type":"user"}`},
 		"truncated JSON":          {entry: `{"type":"user"`},
 		"a second value after it": {entry: `{"type":"user"} {}`},
+		"not UTF-8":               {entry: "{\"type\":\"user\",\"uuid\":\"u\xb4\"}"},
+		"not UTF-8 in a member":   {entry: "{\"type\":\"user\",\"x\xb4\":{\"k\":\"\xff\"}}"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			batch := tc.batch

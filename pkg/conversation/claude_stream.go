@@ -49,7 +49,8 @@ type sdkEvent struct {
 // give no events.
 func (c *ClaudeStream) Events(line []byte) ([]Event, error) {
 	var m sdkMessage
-	if err := json.Unmarshal(line, &m, lenientJSON); err != nil {
+	// Bytes that are not UTF-8 become U+FFFD in raw blocks as in strings (Validate refuses them raw).
+	if err := json.Unmarshal(validUTF8(line), &m, lenientJSON); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrEvent, err)
 	}
 	thread := MainThread

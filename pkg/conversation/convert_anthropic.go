@@ -127,6 +127,7 @@ func FromAnthropic(conv AnthropicConversation) (State, error) {
 		s.Messages = append(s.Messages, m)
 	}
 	NumberTurns(s.Messages)
+	makeRawUTF8(&s) // the wire form was read leniently: raw values as its strings
 	return s, nil
 }
 

@@ -3,8 +3,10 @@ package conversation
 import (
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // EventType names a reducer event (the agent-converters seed's vocabulary).
@@ -64,6 +66,9 @@ var ErrEvent = errors.New("conversation: bad event")
 
 // DecodeEvent decodes one event from JSON and checks it carries what its type needs.
 func DecodeEvent(data []byte) (Event, error) {
+	if !utf8.Valid(data) { // JSON is UTF-8; raw members would not come back as read
+		return Event{}, fmt.Errorf("%w: not valid UTF-8", ErrEvent)
+	}
 	var e Event
 	if err := json.Unmarshal(data, &e, json.RejectUnknownMembers(true), lenientJSON); err != nil {
 		return Event{}, fmt.Errorf("%w: %w", ErrEvent, err)
@@ -77,6 +82,9 @@ func DecodeEvent(data []byte) (Event, error) {
 // Validate reports what an event lacks for its type.
 func (e *Event) Validate() error {
 	bad := func(why string) error { return fmt.Errorf("%w: %s: %s", ErrEvent, e.Type, why) }
+	if !rawUTF8(e.eachRaw) {
+		return bad(errRawUTF8.Error())
+	}
 	switch e.Type {
 	case EventBlockUpsert:
 		if e.Message == nil || e.Message.ID == "" {
@@ -104,6 +112,16 @@ func (e *Event) Validate() error {
 		return fmt.Errorf("%w: unknown type %q", ErrEvent, e.Type)
 	}
 	return nil
+}
+
+// eachRaw calls f on the raw JSON values of the event's message and block.
+func (e *Event) eachRaw(f func(*jsontext.Value)) {
+	if e.Message != nil {
+		eachRawOfMessage(e.Message, f)
+	}
+	if e.Block != nil {
+		eachRawOfBlock(e.Block, f)
+	}
 }
 
 func validRole(r Role) bool {

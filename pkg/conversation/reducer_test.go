@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -344,6 +345,10 @@ func FuzzDecodeEvent(f *testing.F) {
 		reduced, reduceErr := Reduce(s, e)
 		if reduceErr != nil && !errors.Is(reduceErr, ErrEvent) {
 			t.Fatalf("a decoded event failed to reduce: %v", reduceErr)
+		}
+		// Raw JSON that is not UTF-8 would come back changed from a checkpoint.
+		if !rawUTF8(func(f func(*jsontext.Value)) { eachRawOfState(&reduced, f) }) {
+			t.Fatal("a decoded event put raw JSON that is not UTF-8 into the state")
 		}
 		after, _ := json.Marshal(s)
 		if !bytes.Equal(before, after) {

@@ -149,16 +149,19 @@ func ImportClaudeJSONL(data []byte) (State, error) {
 // A file whose last line was cut short (see ErrTruncatedTranscript) is read up to that line;
 // the state is returned with an error wrapping ErrTruncatedTranscript. Any other error returns
 // an empty state.
+//
+// Bytes that are not UTF-8 (a file cut mid-character) are read as U+FFFD, in the lines kept
+// raw as in the decoded strings: a checkpoint would write them so.
 func ImportClaudeSession(main []byte, subagents ...ClaudeSubagentFile) (State, error) {
 	imp := newClaudeImporter()
 	var truncated []error
-	if err := imp.readFile(main, ""); errors.Is(err, ErrTruncatedTranscript) {
+	if err := imp.readFile(validUTF8(main), ""); errors.Is(err, ErrTruncatedTranscript) {
 		truncated = append(truncated, err)
 	} else if err != nil {
 		return State{}, err
 	}
 	for _, f := range subagents {
-		err := imp.readFile(f.Data, f.AgentID)
+		err := imp.readFile(validUTF8(f.Data), f.AgentID)
 		if err != nil {
 			err = fmt.Errorf("subagent %s: %w", f.AgentID, err)
 		}

@@ -245,6 +245,9 @@ func FuzzImportClaudeJSONL(f *testing.F) {
 			}
 			return
 		}
+		if err := s.Validate(); err != nil {
+			t.Fatalf("imported state breaks an invariant: %v", err)
+		}
 		// Every message line is held by a message or kept as a record.
 		h := homesOf(t, &s)
 		for _, l := range transcriptLines(t, data) {

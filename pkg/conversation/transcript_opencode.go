@@ -142,8 +142,9 @@ type openCodePartRecord struct {
 }
 
 // ImportOpenCode reads an OpenCode session export.
+// Bytes that are not UTF-8 are read as U+FFFD, in raw values as in strings.
 func ImportOpenCode(data []byte) (State, error) {
-	top := jsontext.Value(bytes.Trim(data, " \t\r\n")) // JSON's whitespace, no other
+	top := jsontext.Value(validUTF8(bytes.Trim(data, " \t\r\n"))) // JSON's whitespace, no other
 	if top.Kind() != '{' {
 		return State{}, fmt.Errorf("%w: an OpenCode export is a JSON object", ErrTranscript)
 	}

@@ -3,6 +3,8 @@ package conversation
 import (
 	"errors"
 	"fmt"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // ErrInvalid wraps every invariant violation Validate and AppendMessage report.
@@ -13,13 +15,30 @@ var ErrConflict = errors.New("conversation: message id already used for other co
 
 // Validate checks the model's invariants (see the package documentation) on the main thread
 // and every subagent thread: a schema version, unique non-empty message ids, known roles,
-// strictly increasing Seq, tool results only in RoleTool messages, no block without a type.
+// strictly increasing Seq, tool results only in RoleTool messages, no block without a type,
+// raw JSON values that are valid UTF-8 (see utf8.go).
 func (s *State) Validate() error {
 	if s.SchemaVersion == "" {
 		return fmt.Errorf("%w: no schema version", ErrInvalid)
 	}
 	if s.System != nil && s.System.Role != RoleSystem {
 		return fmt.Errorf("%w: system message has role %q", ErrInvalid, s.System.Role)
+	}
+	// Messages are checked with their thread; here what belongs to no thread.
+	if !rawUTF8(func(f func(*jsontext.Value)) {
+		f(&s.Extra)
+		f(&s.Source.Raw)
+		if s.System != nil {
+			eachRawOfMessage(s.System, f)
+		}
+		for i := range s.Records {
+			f(&s.Records[i].Raw)
+		}
+		for _, sub := range flattenSubagents(s.Subagents) {
+			f(&sub.Extra)
+		}
+	}) {
+		return fmt.Errorf("%w: %w", ErrInvalid, errRawUTF8)
 	}
 	if err := validateThread("main", s.Messages); err != nil {
 		return err
@@ -31,6 +50,9 @@ func (s *State) Validate() error {
 	}
 	return nil
 }
+
+// errRawUTF8 says why a raw value that is not valid UTF-8 is refused.
+var errRawUTF8 = errors.New("raw JSON is not valid UTF-8 (it would not come back as stored)")
 
 func validateThread(name string, msgs []Message) error {
 	seen := make(map[string]bool, len(msgs))
@@ -50,6 +72,8 @@ func validateThread(name string, msgs []Message) error {
 			return bad("seq does not increase")
 		case m.Role != RoleTool && m.HasToolResult():
 			return bad("tool_result outside a tool message")
+		case !rawUTF8(func(f func(*jsontext.Value)) { eachRawOfMessage(m, f) }):
+			return bad(errRawUTF8.Error())
 		}
 		for k := range m.Blocks {
 			if m.Blocks[k].Type == "" {
