@@ -23,10 +23,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
@@ -129,18 +126,10 @@ func TestReplicaKillLosesAndDuplicatesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stopEnv()
-	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{
-		Paths: []string{filepath.Join(root, "config", "crd", "bases")}, ErrorIfPathMissing: true,
-	}); err != nil {
+	if err := kubeenv.InstallCRDs(cfg, root); err != nil {
 		t.Fatal(err)
 	}
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, parleyv1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, _, err := kubeenv.NewClient(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

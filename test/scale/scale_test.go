@@ -21,13 +21,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
@@ -221,18 +218,10 @@ func BenchmarkConversations10k(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer stopEnv()
-	if _, err := envtest.InstallCRDs(kube, envtest.CRDInstallOptions{
-		Paths: []string{filepath.Join(root, "config", "crd", "bases")}, ErrorIfPathMissing: true,
-	}); err != nil {
+	if err := kubeenv.InstallCRDs(kube, root); err != nil {
 		b.Fatal(err)
 	}
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, parleyv1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			b.Fatal(err)
-		}
-	}
-	c, err := client.New(kube, client.Options{Scheme: scheme})
+	c, scheme, err := kubeenv.NewClient(kube)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -15,10 +15,14 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 	"github.com/parley-dev/parley/test/support/repopath"
 )
 
@@ -188,4 +192,26 @@ users:
 current-context: envtest
 `, cfg.Host, enc(cfg.CAData), user)
 	return os.WriteFile(path, []byte(kc), 0o600)
+}
+
+// InstallCRDs installs the CRDs of the tree at root (config/crd/bases) and waits until they
+// are served.
+func InstallCRDs(cfg *rest.Config, root string) error {
+	_, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{
+		Paths: []string{filepath.Join(root, "config", "crd", "bases")}, ErrorIfPathMissing: true,
+	})
+	return err
+}
+
+// NewClient is a client of cfg's server that knows the built-in kinds and Parley's, with the
+// scheme it uses.
+func NewClient(cfg *rest.Config) (client.Client, *runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, parleyv1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, nil, err
+		}
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	return c, scheme, err
 }
