@@ -238,6 +238,14 @@ func (v *View) applyEvent(ev *conversation.Event, seq uint64) error {
 	s := &v.State
 	before := len(s.Messages)
 	main := ev.ConversationID == "" || ev.ConversationID == conversation.MainThread
+	if main && ev.Message != nil && ev.Message.Seq != 0 {
+		// The store numbers the main thread (below): a seq the client sent means nothing here,
+		// and the reducer would refuse one that does not follow the view's last.
+		e, m := *ev, *ev.Message
+		m.Seq = 0
+		e.Message = &m
+		ev = &e
+	}
 	target := v.target(ev) // the existing message the event addresses, or -1
 	wasAssistant := target >= 0 && s.Messages[target].Role == conversation.RoleAssistant
 	if !applies(s, ev) {

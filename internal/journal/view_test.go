@@ -470,3 +470,31 @@ func TestViewFold(t *testing.T) {
 		t.Errorf("refresh after a gap: err %v, %d messages, %d entries read", err, folded.Messages(), h.entries)
 	}
 }
+
+// TestViewNumbersMainThreadEventsItself: a main-thread event that creates a message with a
+// seq of the client's own (here one the view has passed) is numbered by the store like a
+// message record, not refused by the reducer and silently dropped.
+func TestViewNumbersMainThreadEventsItself(t *testing.T) {
+	h := newHistory(t)
+	must := mustRecord(t)
+	u1, u2 := msg("u1", conversation.RoleUser, text("one")), msg("u2", conversation.RoleUser, text("two"))
+	seqs := appendAll(t, h, must(MessageRecord(&u1)), must(MessageRecord(&u2)),
+		eventRecord(t, "e1", upsert("", conversation.Message{ID: "a1", Role: conversation.RoleAssistant, Seq: 1},
+			&conversation.Block{ID: "b1", Type: conversation.BlockText, Text: "three"})))
+	v := NewView("session", nil)
+	for _, e := range readAll(t, h) {
+		if err := v.Apply(e); err != nil {
+			t.Fatalf("apply %d (%s): %v", e.Seq, e.ID, err)
+		}
+	}
+	m, ok := v.Message("a1")
+	if !ok {
+		t.Fatalf("the event's message was dropped: %+v", v.State.Messages)
+	}
+	if uint64(m.Seq) != seqs[2] {
+		t.Errorf("a1 has seq %d, want the store's %d", m.Seq, seqs[2])
+	}
+	if err := v.State.Validate(); err != nil {
+		t.Error(err)
+	}
+}

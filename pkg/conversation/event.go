@@ -38,7 +38,8 @@ type Event struct {
 
 	// Message (block:upsert) is the message the block belongs to: its ID always, its other
 	// fields (role, model, usage, ...) when the message is new or they changed. Its Blocks
-	// are ignored.
+	// and Turn are ignored, and so is its Seq once the message exists; a new message's Seq
+	// is assigned when zero and otherwise must follow the thread's last (see Reduce).
 	Message *Message `json:"message,omitzero"`
 	// Block (block:upsert) replaces the message's block with the same ID, or else the block
 	// at Index, or is appended.

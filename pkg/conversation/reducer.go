@@ -12,7 +12,10 @@ import (
 // Semantics (the agent-converters seed):
 //   - block:upsert replaces the block with the same ID (or at Index), else appends it; the
 //     message is created when missing; a user message given a tool_result becomes RoleTool;
-//     a tool_result in an assistant or system message is refused (ErrEvent).
+//     a tool_result in an assistant or system message is refused (ErrEvent). A new message
+//     gets the event's Seq, which must follow the thread's last one (else ErrEvent), or the
+//     last plus one when the event has none (as AppendMessage numbers them); Turn is always
+//     computed. The Seq and Turn of an existing message never change.
 //   - block:delta appends text to a text or thinking block; a delta for a block not yet
 //     upserted, an empty delta, or a delta for any other block kind changes nothing.
 //   - subagent:spawned / subagent:completed create or update the nested thread found by
@@ -190,10 +193,19 @@ func (r reducer) upsert(msgs []Message, e *Event) ([]Message, error) {
 		if m.Role == "" {
 			m.Role = RoleUser
 		}
-		if m.Seq == 0 && len(msgs) > 0 {
-			m.Seq = msgs[len(msgs)-1].Seq + 1
-		} else if m.Seq == 0 {
-			m.Seq = 1
+		// Seq must increase along the thread (the model's invariant), and the seq comes from
+		// the event, i.e. from the agent: as AppendMessage does, a zero seq is assigned and
+		// any other must follow the last one, else the event is refused. Trusting it would
+		// let one event put a message out of order (or wrap around past the largest seq).
+		last := int64(0)
+		if n := len(msgs); n > 0 {
+			last = msgs[n-1].Seq
+		}
+		if m.Seq == 0 {
+			m.Seq = last + 1
+		}
+		if m.Seq <= last {
+			return nil, fmt.Errorf("%w: %s: message %s: seq %d does not follow the thread's last seq %d", ErrEvent, e.Type, m.ID, m.Seq, last)
 		}
 	} else {
 		m = msgs[i]

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -324,6 +323,9 @@ func TestDecodeEvent(t *testing.T) {
 
 func FuzzDecodeEvent(f *testing.F) {
 	s := importFixtureSession(f)
+	if err := s.Validate(); err != nil {
+		f.Fatal(err)
+	}
 	for _, e := range Events(&s)[:20] {
 		data, err := json.Marshal(e)
 		if err != nil {
@@ -346,9 +348,10 @@ func FuzzDecodeEvent(f *testing.F) {
 		if reduceErr != nil && !errors.Is(reduceErr, ErrEvent) {
 			t.Fatalf("a decoded event failed to reduce: %v", reduceErr)
 		}
-		// Raw JSON that is not UTF-8 would come back changed from a checkpoint.
-		if !rawUTF8(func(f func(*jsontext.Value)) { eachRawOfState(&reduced, f) }) {
-			t.Fatal("a decoded event put raw JSON that is not UTF-8 into the state")
+		// Whatever the event, the state keeps the model's invariants (ids, roles, increasing
+		// seq, tool results in tool messages, raw JSON that is UTF-8, ...).
+		if err := reduced.Validate(); err != nil {
+			t.Fatalf("a decoded event broke the state: %v", err)
 		}
 		after, _ := json.Marshal(s)
 		if !bytes.Equal(before, after) {
@@ -435,5 +438,61 @@ func TestReduceRefusesToolResultOutsideToolMessage(t *testing.T) {
 		if err := owned.Apply(c.e); !errors.Is(err, ErrEvent) {
 			t.Errorf("%s: Apply: %v, want ErrEvent", name, err)
 		}
+	}
+}
+
+// Seq is strictly increasing in every thread, whatever an event says. The reducer treats an
+// event's message seq the way AppendMessage treats a message's: zero is assigned (the last
+// seq plus one), any other value must follow the thread's last seq, else the event is refused
+// (ErrEvent) and the state is left as it was. The header of a message that already exists
+// cannot move it: its seq is ignored, as an append retry's is.
+func TestReduceKeepsSeqIncreasing(t *testing.T) {
+	withSeq := func(thread, id string, seq int64) Event {
+		e := upsertEv(thread, id, RoleUser, textBlock("b-"+id, "x"))
+		e.Message.Seq = seq
+		return e
+	}
+	base := mustReduce(t, NewState("s"), withSeq("", "m1", 0), withSeq("", "m2", 5), withSeq("sub", "s1", 3))
+	if got := []int64{base.Messages[0].Seq, base.Messages[1].Seq, base.Subagents[0].Messages[0].Seq}; got[0] != 1 || got[1] != 5 || got[2] != 3 {
+		t.Fatalf("seq %v, want [1 5 3]: zero is assigned, an increasing seq is kept", got)
+	}
+	refused := map[string]Event{
+		"the fuzz input, seq 1 after 5": {Type: EventBlockUpsert, Message: &Message{ID: "0", Seq: 1}},
+		"seq equal to the last":         withSeq(MainThread, "m3", 5),
+		"negative seq":                  withSeq("", "m3", -1),
+		"seq equal to a thread's last":  withSeq("sub", "s2", 3),
+		"negative seq in a new thread":  withSeq("new", "n1", -7),
+	}
+	for name, e := range refused {
+		if _, err := Reduce(base, e); !errors.Is(err, ErrEvent) {
+			t.Errorf("%s: Reduce: %v, want ErrEvent", name, err)
+		}
+		owned := base
+		owned.Messages = slices.Clone(base.Messages)
+		owned.Subagents = slices.Clone(base.Subagents)
+		if err := owned.Apply(e); !errors.Is(err, ErrEvent) {
+			t.Errorf("%s: Apply: %v, want ErrEvent", name, err)
+		}
+		if diff := cmp.Diff(base, owned); diff != "" {
+			t.Errorf("%s: a refused Apply changed the state:\n%s", name, diff)
+		}
+	}
+	// The last seq can be the largest int64: one more would wrap around.
+	top := mustReduce(t, NewState("s"), withSeq("", "m1", 1<<63-1))
+	if _, err := Reduce(top, withSeq("", "m2", 0)); !errors.Is(err, ErrEvent) {
+		t.Errorf("seq after the largest: %v, want ErrEvent", err)
+	}
+
+	// A header for an existing message keeps its place.
+	s := mustReduce(t, base, withSeq("", "m1", 9), withSeq("", "m3", 0), withSeq("", "m4", 42))
+	got := make([]int64, 0, len(s.Messages))
+	for _, m := range s.Messages {
+		got = append(got, m.Seq)
+	}
+	if !slices.Equal(got, []int64{1, 5, 6, 42}) {
+		t.Errorf("seq %v, want [1 5 6 42]", got)
+	}
+	if err := s.Validate(); err != nil {
+		t.Error(err)
 	}
 }
