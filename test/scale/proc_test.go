@@ -5,12 +5,13 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/parley-dev/parley/test/support/benchcpu"
 )
 
-// clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat (100 on Linux).
+// clockTicks is USER_HZ, the unit of the jiffies in /proc/stat (100 on Linux).
 const clockTicks = 100
 
 // memStatus is a process's resident memory from /proc/<pid>/status, in bytes.
@@ -44,26 +45,8 @@ func readMem(pid int) (memStatus, error) {
 	return m, nil
 }
 
-// cpuSeconds is a process's user+system CPU time so far.
-func cpuSeconds(pid int) float64 {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The command is in parentheses and may hold spaces: fields start after the last ')'.
-	s := string(raw)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseFloat(f[11], 64)
-	st, _ := strconv.ParseFloat(f[12], 64)
-	return (ut + st) / clockTicks
-}
+// cpuSeconds is a process's user+system CPU time so far, in seconds.
+func cpuSeconds(pid int) float64 { return benchcpu.ProcessCPU(pid).Seconds() }
 
 // machineCPU is the whole machine's busy and total CPU seconds from /proc/stat.
 func machineCPU() (busy, total float64) {
@@ -81,37 +64,6 @@ func machineCPU() (busy, total float64) {
 		}
 	}
 	return busy / clockTicks, total / clockTicks
-}
-
-// childPID finds a direct child of this process by command name (the envtest etcd and
-// kube-apiserver), or 0.
-func childPID(comm string) int {
-	self := os.Getpid()
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		s := string(raw)
-		open, closing := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || closing < open {
-			continue
-		}
-		f := strings.Fields(s[closing+1:])
-		if len(f) < 2 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		if ppid == self && s[open+1:closing] == comm {
-			return pid
-		}
-	}
-	return 0
 }
 
 // machine describes where the benchmark ran.

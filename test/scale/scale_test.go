@@ -28,6 +28,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+	"github.com/parley-dev/parley/test/support/benchcpu"
 	"github.com/parley-dev/parley/test/support/kubeenv"
 	"github.com/parley-dev/parley/test/support/managerproc"
 	"github.com/parley-dev/parley/test/support/repopath"
@@ -234,7 +235,7 @@ func BenchmarkConversations10k(b *testing.B) {
 	}
 	bn := &bench{
 		b: b, s: s, kube: kube, c: c, hc: &http.Client{}, apiHC: apiHC,
-		pids: map[string]int{"etcd": childPID("etcd"), "kube-apiserver": childPID("kube-apiserver"), "harness": os.Getpid()},
+		pids: map[string]int{"etcd": benchcpu.ChildPID("etcd"), "kube-apiserver": benchcpu.ChildPID("kube-apiserver"), "harness": os.Getpid()},
 	}
 
 	kubeconfig := filepath.Join(s.dir, "kubeconfig")

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+	"github.com/parley-dev/parley/test/support/benchcpu"
 	"github.com/parley-dev/parley/test/support/kubeenv"
 	"github.com/parley-dev/parley/test/support/repopath"
 )
@@ -58,7 +59,7 @@ func BenchmarkStatusWrite(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	apiserver, etcd := childPID("kube-apiserver"), childPID("etcd")
+	apiserver, etcd := benchcpu.ChildPID("kube-apiserver"), benchcpu.ChildPID("etcd")
 
 	writes := map[string]func(before, after *parleyv1alpha1.Conversation) error{
 		"merge-patch-with-lock": func(before, after *parleyv1alpha1.Conversation) error {

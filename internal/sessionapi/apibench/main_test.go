@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -32,6 +33,7 @@ import (
 	"github.com/parley-dev/parley/internal/sessionapi"
 	"github.com/parley-dev/parley/pkg/history/s3"
 	"github.com/parley-dev/parley/pkg/wire"
+	"github.com/parley-dev/parley/test/support/benchcpu"
 	"github.com/parley-dev/parley/test/support/kubeenv"
 	"github.com/parley-dev/parley/test/support/s3server"
 )
@@ -54,6 +56,9 @@ var (
 	apiURL string
 	apiCA  []byte
 	token  string
+	// procs are the processes whose CPU each phase reports: this one (manager, Session API and
+	// clients), the API server, etcd and the S3 server.
+	procs benchcpu.Processes
 )
 
 // TestMain starts envtest, versitygw and the manager only when benchmarks run: `go test ./...`
@@ -84,6 +89,10 @@ func start() (func(), error) {
 		return nil, err
 	}
 	stops = append(stops, s3srv.Stop)
+	procs = benchcpu.Processes{
+		"process": os.Getpid(), "kube-apiserver": benchcpu.ChildPID("kube-apiserver"),
+		"etcd": benchcpu.ChildPID("etcd"), "versitygw": s3srv.PID(),
+	}
 	if err := s3.EnsureBucket(ctx, s3.Config{
 		Endpoint: "http://" + s3srv.Endpoint, Bucket: bucket, Addressing: s3.AddressingPath,
 		AccessKeyID: s3srv.AccessKey, SecretAccessKey: s3srv.SecretKey,

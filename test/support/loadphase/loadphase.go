@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/parley-dev/parley/test/support/benchcpu"
 )
 
 // Result is what one mode measured over all its phases.
@@ -18,6 +20,8 @@ type Result struct {
 	Ops       int64
 	Elapsed   time.Duration
 	Latencies []time.Duration
+	// CPU is the CPU time each measured process spent during the phases (RunMeasured).
+	CPU map[string]time.Duration
 }
 
 // Add sums another phase of the same mode into r.
@@ -25,6 +29,36 @@ func (r *Result) Add(o Result) {
 	r.Ops += o.Ops
 	r.Elapsed += o.Elapsed
 	r.Latencies = append(r.Latencies, o.Latencies...)
+	for name, d := range o.CPU {
+		if r.CPU == nil {
+			r.CPU = map[string]time.Duration{}
+		}
+		r.CPU[name] += d
+	}
+}
+
+// CPUPerOp is the CPU time a process spent per operation, in milliseconds.
+func (r *Result) CPUPerOp(name string) float64 {
+	if r.Ops == 0 {
+		return 0
+	}
+	return float64(r.CPU[name]) / float64(time.Millisecond) / float64(r.Ops)
+}
+
+// RunMeasured is Run followed by a pause of settle (for what the phase set off to finish),
+// with the CPU time each of procs spent over both: the phase's own work and whatever else
+// those processes did meanwhile.
+func RunMeasured(tb testing.TB, n int, d, settle time.Duration, op func(w int) error, procs benchcpu.Processes) Result {
+	tb.Helper()
+	before := procs.Sample()
+	res := Run(tb, n, d, op)
+	time.Sleep(settle)
+	after := procs.Sample()
+	res.CPU = make(map[string]time.Duration, len(procs))
+	for name := range procs {
+		res.CPU[name] = after[name] - before[name]
+	}
+	return res
 }
 
 // Rate is operations per second.

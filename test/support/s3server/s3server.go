@@ -88,6 +88,14 @@ func Start(opts Options) (*Server, error) {
 }
 
 // Stop kills the server and removes its data.
+// PID is the server process's id (for its CPU time), or 0 before Start.
+func (s *Server) PID() int {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
 func (s *Server) Stop() {
 	if s.cmd != nil && s.cmd.Process != nil {
 		_ = s.cmd.Process.Kill()
