@@ -174,7 +174,7 @@ func (r *ConversationReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			"deleted %s after lifetime.deleteAfter", conv.Spec.Lifetime.DeleteAfter.Duration)
 		return ctrl.Result{}, nil
 	}
-	return ctrl.Result{RequeueAfter: s.requeue}, nil
+	return ctrl.Result{RequeueAfter: s.requeueFrom(r.Clock.Now())}, nil
 }
 
 func conversationStatus(c *parleyv1alpha1.Conversation) any { return c.Status }

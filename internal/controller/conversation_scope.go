@@ -106,6 +106,17 @@ func (s *conversationScope) requeueAt(t time.Time) {
 	s.requeueAfter(lifecycle.RequeueAfter(s.now, t))
 }
 
+// requeueFrom is the delay to hand back to the workqueue when the reconcile returns at end:
+// the workqueue counts RequeueAfter from then, and the phases decided it at s.now, so the
+// reconcile's own duration (a status write under load, tens of milliseconds and more) would
+// otherwise make every timer, an expiry's too, late by that much. Zero stays zero (no timer).
+func (s *conversationScope) requeueFrom(end time.Time) time.Duration {
+	if s.requeue == 0 {
+		return 0
+	}
+	return max(s.requeue-end.Sub(s.now), time.Millisecond)
+}
+
 func (s *conversationScope) requeueAfter(d time.Duration) {
 	if d < 0 {
 		d = 0

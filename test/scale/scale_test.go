@@ -209,7 +209,7 @@ func BenchmarkConversations10k(b *testing.B) {
 	} else {
 		b.Logf("source: %s", root)
 	}
-	bin, err := buildManager(root, s.dir)
+	bin, err := managerproc.Build(root, s.dir)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func BenchmarkConversations10k(b *testing.B) {
 	}
 	defer mgr.stop()
 	bn.mgr = mgr
-	bn.pids["manager"] = mgr.pid()
+	bn.pids["manager"] = mgr.PID()
 	b.Logf("manager: %s %s (log %s)", bin, strings.Join(args, " "), mgr.logPath)
 	if err := mgr.waitReady(ctx, bn.hc); err != nil {
 		b.Fatal(err)
@@ -322,8 +322,8 @@ waitA:
 		case <-giveUp:
 			allAvailable = false
 			break waitA
-		case <-mgr.exited:
-			b.Fatalf("manager exited: %v (log %s)", mgr.exitErr, mgr.logPath)
+		case <-mgr.Exited():
+			b.Fatalf("manager exited: %v (log %s)", mgr.Err(), mgr.logPath)
 		}
 	}
 	tick.Stop()
@@ -352,8 +352,8 @@ waitA:
 	case <-time.After(time.Until(windowEnd) + s.timeout):
 		_, ne := tr.counts()
 		b.Errorf("only %d of %d Conversations were seen expired %s after the window closed", ne, s.n, s.timeout)
-	case <-mgr.exited:
-		b.Fatalf("manager exited: %v (log %s)", mgr.exitErr, mgr.logPath)
+	case <-mgr.Exited():
+		b.Fatalf("manager exited: %v (log %s)", mgr.Err(), mgr.logPath)
 	}
 	// The manager observes the lateness metric just after its status patch returns, which can be
 	// after the harness saw the patch: give the last observations a moment to land.
@@ -444,7 +444,7 @@ func (bn *bench) sampleRSS(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if m, err := readMem(bn.mgr.pid()); err == nil && m.rss > bn.maxRSS.Load() {
+			if m, err := readMem(bn.mgr.PID()); err == nil && m.rss > bn.maxRSS.Load() {
 				bn.maxRSS.Store(m.rss)
 			}
 		}
@@ -474,7 +474,7 @@ func (bn *bench) snapshot(ctx context.Context) snapshot {
 		sn.cpu[name] = cpuSeconds(pid)
 	}
 	sn.busy, sn.tot = machineCPU()
-	sn.mem, _ = readMem(bn.mgr.pid())
+	sn.mem, _ = readMem(bn.mgr.PID())
 	var err error
 	if sn.mgr, err = scrape(ctx, bn.hc, bn.mgr.metricsURL); err != nil {
 		bn.b.Logf("scraping the manager: %v", err)
