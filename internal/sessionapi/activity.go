@@ -157,7 +157,7 @@ func (a *Activity) write(ctx context.Context, key types.NamespacedName, at time.
 		return
 	}
 	logf.FromContext(ctx).Error(err, "writing lastActivityTime", "conversation", key)
-	a.Restore(key, at)
+	a.keep(key, at, a.now()) // tried again an interval later, not at every check
 }
 
 // Source wakes the Conversation reconciler for the activity handed to it.
@@ -178,14 +178,20 @@ func (a *Activity) Take(key types.NamespacedName) (time.Time, bool) {
 // Restore returns activity the reconciler took but could not write: the next flush hands it
 // over again, or writes it.
 func (a *Activity) Restore(key types.NamespacedName, at time.Time) {
+	a.keep(key, at, time.Time{}) // due at the next check: it waited its interval already
+}
+
+// keep puts activity back as pending, due an interval after since (zero: at the next check).
+func (a *Activity) keep(key types.NamespacedName, at, since time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.pending == nil {
 		a.pending = map[types.NamespacedName]pendingActivity{}
 	}
-	p := a.pending[key]
-	// due at the next flush: it waited its interval already
-	a.pending[key] = pendingActivity{at: later(p.at, at)}
+	if p, ok := a.pending[key]; ok && p.since.Before(since) {
+		since = p.since // newer activity waiting already: it goes no later than its own deadline
+	}
+	a.pending[key] = pendingActivity{at: later(a.pending[key].at, at), since: since}
 }
 
 // handOff records activity for the controller and wakes it; false when the wake could not be

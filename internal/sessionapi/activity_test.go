@@ -2,6 +2,7 @@ package sessionapi
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -182,5 +183,42 @@ func TestActivityWaitsItsIntervalPerConversation(t *testing.T) {
 	}
 	if got := tick(2 * time.Second); len(got) != 0 {
 		t.Fatalf("no activity since: wrote %v", got)
+	}
+}
+
+// TestActivityWriteFailureWaitsAnInterval: a failed write (the API server down, say) is tried
+// again an interval later, not at each of the interval's checks.
+func TestActivityWriteFailureWaitsAnInterval(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := parleyv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	conv := &parleyv1alpha1.Conversation{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}}
+	attempts := 0
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(conv).WithStatusSubresource(conv).
+		WithInterceptorFuncs(interceptor.Funcs{
+			SubResourcePatch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
+				attempts++
+				return errors.New("the API server is down")
+			},
+		}).Build()
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	a := &Activity{Client: c, Now: func() time.Time { return now }, Interval: time.Second}
+	ctx := context.Background()
+	check := func(d time.Duration) {
+		now = now.Add(d)
+		a.flush(ctx, false, now.Add(-a.interval()))
+	}
+	a.Touch(conv)
+	check(time.Second) // due: the first attempt fails
+	for range 7 {
+		check(time.Second / 8)
+	}
+	if attempts != 1 {
+		t.Fatalf("%d attempts within the interval after a failure, want 1", attempts)
+	}
+	check(time.Second / 8)
+	if attempts != 2 {
+		t.Fatalf("%d attempts an interval after the failure, want 2", attempts)
 	}
 }
