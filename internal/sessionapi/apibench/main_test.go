@@ -16,7 +16,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -25,7 +24,6 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 	"github.com/parley-dev/parley/internal/compaction"
 	"github.com/parley-dev/parley/internal/controller"
 	"github.com/parley-dev/parley/internal/historystore"
@@ -67,10 +65,8 @@ func TestMain(m *testing.M) { kubeenv.BenchmarkMain(m, start) }
 
 func start() (func(), error) {
 	ctrllog.SetLogger(logr.Discard())
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, parleyv1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return nil, err
-		}
+	if err := kubeenv.AddToScheme(scheme); err != nil {
+		return nil, err
 	}
 	cfg, stopEnv, err := kubeenv.StartWithCRDs()
 	if err != nil {

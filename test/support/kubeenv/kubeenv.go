@@ -203,14 +203,27 @@ func InstallCRDs(cfg *rest.Config, root string) error {
 	return err
 }
 
-// NewClient is a client of cfg's server that knows the built-in kinds and Parley's, with the
-// scheme it uses.
-func NewClient(cfg *rest.Config) (client.Client, *runtime.Scheme, error) {
-	scheme := runtime.NewScheme()
+// AddToScheme adds the built-in kinds and Parley's to scheme.
+func AddToScheme(scheme *runtime.Scheme) error {
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, parleyv1alpha1.AddToScheme} {
 		if err := add(scheme); err != nil {
-			return nil, nil, err
+			return err
 		}
+	}
+	return nil
+}
+
+// NewScheme knows the built-in kinds and Parley's.
+func NewScheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	return scheme, AddToScheme(scheme)
+}
+
+// NewClient is a client of cfg's server with NewScheme's kinds, and that scheme.
+func NewClient(cfg *rest.Config) (client.Client, *runtime.Scheme, error) {
+	scheme, err := NewScheme()
+	if err != nil {
+		return nil, nil, err
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	return c, scheme, err
