@@ -19,23 +19,13 @@ import (
 // second, must still change status.lastActivityTime at the next flush, since only a change
 // wakes the controller that counts them into status.
 func TestActivityEveryFlushWithActivityChangesStatus(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := parleyv1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
 	conv := &parleyv1alpha1.Conversation{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}}
 	var patches []string
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(conv).WithStatusSubresource(conv).
-		WithInterceptorFuncs(interceptor.Funcs{
-			SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-				data, err := patch.Data(obj)
-				if err != nil {
-					return err
-				}
-				patches = append(patches, string(data))
-				return cl.SubResource(sub).Patch(ctx, obj, patch, opts...)
-			},
-		}).Build()
+	c := activityClient(t, func(obj client.Object, patch client.Patch) error {
+		data, err := patch.Data(obj)
+		patches = append(patches, string(data))
+		return err
+	}, conv)
 
 	now := time.Date(2026, 11, 23, 14, 0, 0, 100e6, time.UTC)
 	a := &Activity{Client: c, Now: func() time.Time { return now }}
@@ -73,20 +63,10 @@ func TestActivityEveryFlushWithActivityChangesStatus(t *testing.T) {
 // status write) is handed over again; what it leaves untaken for handOffTimeout, or at
 // shutdown, the flush writes itself.
 func TestActivityHandsOffToTheLocalController(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := parleyv1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
 	conv := &parleyv1alpha1.Conversation{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}}
 	key := client.ObjectKeyFromObject(conv)
 	var patches int
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(conv).WithStatusSubresource(conv).
-		WithInterceptorFuncs(interceptor.Funcs{
-			SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-				patches++
-				return cl.SubResource(sub).Patch(ctx, obj, patch, opts...)
-			},
-		}).Build()
+	c := activityClient(t, func(client.Object, client.Patch) error { patches++; return nil }, conv)
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	local := make(chan struct{})
 	a := &Activity{Client: c, Now: func() time.Time { return now }, Local: local}
@@ -145,20 +125,13 @@ func TestActivityHandsOffToTheLocalController(t *testing.T) {
 // oldest of it is an interval old, not at a tick shared by all, so the status writes of
 // conversations that became active at different times do not come in one burst.
 func TestActivityWaitsItsIntervalPerConversation(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := parleyv1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
 	a1 := &parleyv1alpha1.Conversation{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}}
 	b1 := &parleyv1alpha1.Conversation{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b"}}
 	var written []string
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(a1, b1).WithStatusSubresource(a1, b1).
-		WithInterceptorFuncs(interceptor.Funcs{
-			SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-				written = append(written, obj.GetName())
-				return cl.SubResource(sub).Patch(ctx, obj, patch, opts...)
-			},
-		}).Build()
+	c := activityClient(t, func(obj client.Object, _ client.Patch) error {
+		written = append(written, obj.GetName())
+		return nil
+	}, a1, b1)
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	a := &Activity{Client: c, Now: func() time.Time { return now }, Interval: time.Second}
 	ctx := context.Background()
@@ -189,19 +162,12 @@ func TestActivityWaitsItsIntervalPerConversation(t *testing.T) {
 // TestActivityWriteFailureWaitsAnInterval: a failed write (the API server down, say) is tried
 // again an interval later, not at each of the interval's checks.
 func TestActivityWriteFailureWaitsAnInterval(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := parleyv1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
 	conv := &parleyv1alpha1.Conversation{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}}
 	attempts := 0
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(conv).WithStatusSubresource(conv).
-		WithInterceptorFuncs(interceptor.Funcs{
-			SubResourcePatch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
-				attempts++
-				return errors.New("the API server is down")
-			},
-		}).Build()
+	c := activityClient(t, func(client.Object, client.Patch) error {
+		attempts++
+		return errors.New("the API server is down")
+	}, conv)
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	a := &Activity{Client: c, Now: func() time.Time { return now }, Interval: time.Second}
 	ctx := context.Background()
@@ -221,4 +187,27 @@ func TestActivityWriteFailureWaitsAnInterval(t *testing.T) {
 	if attempts != 2 {
 		t.Fatalf("%d attempts an interval after the failure, want 2", attempts)
 	}
+}
+
+// activityClient is a fake client holding convs whose status patches go through onPatch
+// first: it records them and answers an error to fail one, or nil to let it through.
+func activityClient(t *testing.T, onPatch func(obj client.Object, patch client.Patch) error, convs ...*parleyv1alpha1.Conversation) client.Client {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := parleyv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	objs := make([]client.Object, len(convs))
+	for i, c := range convs {
+		objs[i] = c
+	}
+	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(objs...).
+		WithInterceptorFuncs(interceptor.Funcs{
+			SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+				if err := onPatch(obj, patch); err != nil {
+					return err
+				}
+				return cl.SubResource(sub).Patch(ctx, obj, patch, opts...)
+			},
+		}).Build()
 }
