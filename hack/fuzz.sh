@@ -5,7 +5,8 @@ set -euo pipefail
 fuzztime=${1:-10s}
 # Go 1.26's fuzz coordinator can fail a target with "context deadline exceeded" when -fuzztime
 # runs out (a race between its context and the workers' child context; go.dev/issue/75804,
-# fixed in Go 1.27: CI hit it on a different target in three runs of five). Fuzzing runs on the
+# fixed in Go 1.27; CI hit it twice in a row on FuzzFromAnthropic in one run and on
+# FuzzParseDataKey in another). Fuzzing runs on the
 # approved 1.27 toolchain, which the go command takes from the module proxy (76 MB, once per
 # machine); the build and tests stay on the machine's Go. FUZZ_GOTOOLCHAIN=local opts out.
 export GOTOOLCHAIN=${FUZZ_GOTOOLCHAIN:-go1.27.3}

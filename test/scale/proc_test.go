@@ -11,9 +11,6 @@ import (
 	"github.com/parley-dev/parley/test/support/benchcpu"
 )
 
-// clockTicks is USER_HZ, the unit of the jiffies in /proc/stat (100 on Linux).
-const clockTicks = 100
-
 // memStatus is a process's resident memory from /proc/<pid>/status, in bytes.
 type memStatus struct {
 	rss, hwm int64 // VmRSS, VmHWM (peak)
@@ -63,7 +60,7 @@ func machineCPU() (busy, total float64) {
 			busy += x
 		}
 	}
-	return busy / clockTicks, total / clockTicks
+	return busy / benchcpu.ClockTicks, total / benchcpu.ClockTicks
 }
 
 // machine describes where the benchmark ran.

@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat (100 on Linux).
-const clockTicks = 100
+// ClockTicks is USER_HZ, the unit of the CPU times in /proc/<pid>/stat and /proc/stat (100 on Linux).
+const ClockTicks = 100
 
 // ProcessCPU is another process's user+system CPU time so far, from /proc/<pid>/stat; 0 where
 // it cannot be read (not Linux, or the process is gone).
@@ -31,7 +31,7 @@ func ProcessCPU(pid int) time.Duration {
 	}
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * time.Second / clockTicks
+	return time.Duration(ut+st) * time.Second / ClockTicks
 }
 
 // ChildPID finds a direct child of this process by command name (the envtest etcd and
