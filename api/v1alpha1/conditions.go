@@ -6,13 +6,16 @@ const (
 	ConditionReady = "Ready"
 	// ConditionHistoryAvailable: the history store is reachable and initialised.
 	ConditionHistoryAvailable = "HistoryAvailable"
-	// ConditionAgentRunning: the agent pod is running.
+	// ConditionAgentRunning: the agent pod is running. Only a Conversation with spec.agent (or
+	// whose removed agent's pod is being stopped) has it: a condition that cannot apply is left
+	// out rather than reported False on every Conversation that keeps history only.
 	ConditionAgentRunning = "AgentRunning"
 	// ConditionExpired: the session reached its ttl or idle timeout.
 	ConditionExpired = "Expired"
 	// ConditionDegraded: something needs attention but the session goes on.
 	ConditionDegraded = "Degraded"
-	// ConditionCompacting: a compaction of the history is due or running.
+	// ConditionCompacting: a compaction of the history is due or running. Only a Conversation
+	// whose compaction is on (a strategy other than None and context.maxTokens) has it.
 	ConditionCompacting = "Compacting"
 )
 
@@ -28,7 +31,8 @@ const (
 	ReasonNotExpired = "NotExpired"
 	// ReasonExpired: the session expired.
 	ReasonExpired = "Expired"
-	// ReasonNoAgent: spec.agent is not set, so no pod is managed.
+	// ReasonNoAgent: spec.agent was removed and Parley stops the pod it ran. A Conversation
+	// without spec.agent and without such a pod has no AgentRunning condition.
 	ReasonNoAgent = "NoAgent"
 	// ReasonPodRunning: the agent pod runs (AgentRunning=True).
 	ReasonPodRunning = "PodRunning"
@@ -137,8 +141,6 @@ const (
 	ReasonCompacted = "Compacted"
 	// ReasonNotDue: the context is below compactAtPercent (Compacting=False).
 	ReasonNotDue = "NotDue"
-	// ReasonCompactionDisabled: strategy None, or no maxTokens (Compacting=False).
-	ReasonCompactionDisabled = "CompactionDisabled"
 	// ReasonNothingToCompact: the strategy found nothing to fold without breaking its rules
 	// (keepRecentMessages, tool call pairs) (Compacting=False).
 	ReasonNothingToCompact = "NothingToCompact"

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -87,7 +88,7 @@ func decideAgent(s *conversationScope, seen agentSeen) agentPlan {
 	switch {
 	case spec == nil:
 		stopping = parleyv1alpha1.ReasonNoAgent
-		cond(metav1.ConditionFalse, stopping, "spec.agent is not set: Parley keeps the history only")
+		cond(metav1.ConditionFalse, stopping, "spec.agent was removed: Parley stops the agent pod it ran")
 	case s.expired:
 		stopping = parleyv1alpha1.ReasonAgentStopped
 		cond(metav1.ConditionFalse, stopping, "the session expired; its agent pod is removed")
@@ -97,6 +98,10 @@ func decideAgent(s *conversationScope, seen agentSeen) agentPlan {
 	}
 	if stopping != "" {
 		if seen.foreign || (spec == nil && !seen.exists) {
+			if spec == nil {
+				// No agent and no pod of Parley's: the condition does not apply.
+				meta.RemoveStatusCondition(&s.status.Conditions, parleyv1alpha1.ConditionAgentRunning)
+			}
 			return agentPlan{} // nothing of Parley's to stop, and status.agent is not Parley's
 		}
 		plan := agentPlan{stop: seen.exists}

@@ -40,17 +40,21 @@ func TestDecideAgent(t *testing.T) {
 		seen        agentSeen
 		wantStatus  metav1.ConditionStatus
 		wantReason  string
+		wantAbsent  bool // no AgentRunning condition at all
 		wantPlan    agentPlan
 		wantAgent   *parleyv1alpha1.AgentStatus // compared field by field where set
 		wantRequeue time.Duration
 		wantEvents  []string
 	}{
-		"no agent": {
-			conv: testConv(historyUp), wantStatus: metav1.ConditionFalse, wantReason: parleyv1alpha1.ReasonNoAgent,
+		"no agent: no condition": {
+			conv: testConv(historyUp), wantAbsent: true,
+		},
+		"no agent: the condition of a stopped agent goes": {
+			conv: testConv(historyUp, agentWas(parleyv1alpha1.ReasonNoAgent)), wantAbsent: true,
 		},
 		"no agent: a pod someone else made is left alone": {
 			conv: testConv(historyUp, withAgentStatus(pod1)), seen: agentSeen{exists: true, foreign: true, obs: running},
-			wantStatus: metav1.ConditionFalse, wantReason: parleyv1alpha1.ReasonNoAgent, wantAgent: &pod1,
+			wantAbsent: true, wantAgent: &pod1,
 		},
 		"agent removed from the spec: its pod is stopped": {
 			conv: testConv(historyUp, withAgentStatus(pod1)), seen: agentSeen{exists: true, obs: running},
@@ -208,6 +212,10 @@ func TestDecideAgent(t *testing.T) {
 			}
 			c := s.condition(parleyv1alpha1.ConditionAgentRunning)
 			switch {
+			case tc.wantAbsent:
+				if c != nil {
+					t.Errorf("AgentRunning %s %s, want no condition", c.Status, c.Reason)
+				}
 			case tc.wantStatus == metav1.ConditionUnknown: // the start step sets it
 				if c != nil && c.Message != "before" {
 					t.Errorf("AgentRunning set to %s %s before the pod exists", c.Status, c.Reason)

@@ -127,8 +127,9 @@ func (r *ConversationReconciler) reconcileCompaction(ctx context.Context, s *con
 	case compactionIdle:
 		return
 	case compactionOff:
-		s.setCondition(parleyv1alpha1.ConditionCompacting, metav1.ConditionFalse, parleyv1alpha1.ReasonCompactionDisabled,
-			"compaction is off: strategy None, or no context.maxTokens")
+		// A condition that does not apply is left out: it would say nothing and cost every
+		// status write (see ReasonCompactionDisabled).
+		meta.RemoveStatusCondition(&s.status.Conditions, parleyv1alpha1.ConditionCompacting)
 		clearCompactionDegraded(s)
 		return
 	case compactionNotDue:

@@ -6,19 +6,18 @@ import (
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 )
 
-// summarizeConditions derives AgentRunning (until agent pods are managed), Ready and the phase
-// from the conditions the phases set, once per reconcile, and stamps observedGeneration.
+// summarizeConditions derives AgentRunning (when the agent phase did not run), Ready and the
+// phase from the conditions the phases set, once per reconcile, and stamps observedGeneration.
 func summarizeConditions(s *conversationScope) {
-	if s.condition(parleyv1alpha1.ConditionAgentRunning) == nil {
-		if s.conv.Spec.Agent == nil {
-			s.setCondition(parleyv1alpha1.ConditionAgentRunning, metav1.ConditionFalse, parleyv1alpha1.ReasonNoAgent,
-				"spec.agent is not set: Parley keeps the history only")
-		} else {
-			s.setCondition(parleyv1alpha1.ConditionAgentRunning, metav1.ConditionFalse, parleyv1alpha1.ReasonWaitingForHistory,
-				"the agent pod starts once the history is available")
-		}
+	if s.condition(parleyv1alpha1.ConditionAgentRunning) == nil && s.conv.Spec.Agent != nil {
+		s.setCondition(parleyv1alpha1.ConditionAgentRunning, metav1.ConditionFalse, parleyv1alpha1.ReasonWaitingForHistory,
+			"the agent pod starts once the history is available")
 	}
+	agentReason := ""
 	agent := s.condition(parleyv1alpha1.ConditionAgentRunning)
+	if agent != nil {
+		agentReason = agent.Reason
+	}
 
 	hist := s.condition(parleyv1alpha1.ConditionHistoryAvailable)
 	historyUp := hist != nil && hist.Status == metav1.ConditionTrue
@@ -35,8 +34,8 @@ func summarizeConditions(s *conversationScope) {
 		}
 		s.setCondition(parleyv1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
 		s.status.Phase = parleyv1alpha1.ConversationPending
-	case agentFailed(agent.Reason) || agent.Reason == parleyv1alpha1.ReasonTemplateConflict || agent.Reason == parleyv1alpha1.ReasonInvalidTemplate || agent.Reason == parleyv1alpha1.ReasonBundleTooLarge:
-		s.setCondition(parleyv1alpha1.ConditionReady, metav1.ConditionFalse, agent.Reason, "agent: "+agent.Message)
+	case agentFailed(agentReason) || agentReason == parleyv1alpha1.ReasonTemplateConflict || agentReason == parleyv1alpha1.ReasonInvalidTemplate || agentReason == parleyv1alpha1.ReasonBundleTooLarge:
+		s.setCondition(parleyv1alpha1.ConditionReady, metav1.ConditionFalse, agentReason, "agent: "+agent.Message)
 		s.status.Phase = parleyv1alpha1.ConversationFailed
 	default:
 		s.setCondition(parleyv1alpha1.ConditionReady, metav1.ConditionTrue, parleyv1alpha1.ReasonActive,
@@ -45,8 +44,8 @@ func summarizeConditions(s *conversationScope) {
 		switch {
 		case suspended:
 			s.status.Phase = parleyv1alpha1.ConversationSuspended
-		case agent.Reason == parleyv1alpha1.ReasonRestartScheduled,
-			agent.Reason == parleyv1alpha1.ReasonPodPending && restarting(s.status.Agent):
+		case agentReason == parleyv1alpha1.ReasonRestartScheduled,
+			agentReason == parleyv1alpha1.ReasonPodPending && restarting(s.status.Agent):
 			s.status.Phase = parleyv1alpha1.ConversationRecovering
 		}
 	}

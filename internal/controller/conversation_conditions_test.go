@@ -133,15 +133,19 @@ func TestSummarizeConditions(t *testing.T) {
 			if h := mustCondition(t, s, parleyv1alpha1.ConditionHistoryAvailable); h.Reason != tc.wantHistory {
 				t.Errorf("HistoryAvailable reason %s, want %s", h.Reason, tc.wantHistory)
 			}
-			wantAgent, wantAgentStatus := parleyv1alpha1.ReasonNoAgent, metav1.ConditionFalse
-			if tc.wantAgentReason != "" {
-				wantAgent = tc.wantAgentReason
-			}
-			if tc.wantAgentStatus != "" {
-				wantAgentStatus = tc.wantAgentStatus
-			}
-			if a := mustCondition(t, s, parleyv1alpha1.ConditionAgentRunning); a.Reason != wantAgent || a.Status != wantAgentStatus {
-				t.Errorf("AgentRunning %s %s, want %s %s", a.Status, a.Reason, wantAgentStatus, wantAgent)
+			if tc.wantAgentReason == "" {
+				// Without spec.agent the condition does not apply and is left out.
+				if a := s.condition(parleyv1alpha1.ConditionAgentRunning); a != nil {
+					t.Errorf("AgentRunning %s %s without spec.agent, want no condition", a.Status, a.Reason)
+				}
+			} else {
+				wantAgentStatus := metav1.ConditionFalse
+				if tc.wantAgentStatus != "" {
+					wantAgentStatus = tc.wantAgentStatus
+				}
+				if a := mustCondition(t, s, parleyv1alpha1.ConditionAgentRunning); a.Reason != tc.wantAgentReason || a.Status != wantAgentStatus {
+					t.Errorf("AgentRunning %s %s, want %s %s", a.Status, a.Reason, wantAgentStatus, tc.wantAgentReason)
+				}
 			}
 			if s.status.ObservedGeneration != tc.conv.Generation {
 				t.Errorf("observedGeneration %d, want %d", s.status.ObservedGeneration, tc.conv.Generation)

@@ -24,7 +24,7 @@ const statusWriteObjects = 400
 
 // BenchmarkStatusWrite measures what one Conversation status write costs the API server and
 // etcd (CPU time of their processes per write), written as the controller writes it at an
-// expiry (Expired, Ready and the phase change; five conditions as in a history-only
+// expiry (Expired, Ready and the phase change; three conditions as in a history-only
 // Conversation), by 16 concurrent writers: as a merge patch with an optimistic lock (what the
 // controllers sent before cc69827) and as an update of the status subresource conditional on
 // the resourceVersion (controller.WriteStatus). Status writes are most of the API server's work
@@ -119,8 +119,6 @@ func createWithStatus(ctx context.Context, c client.Client, ns string, i int) (*
 	for _, cond := range []metav1.Condition{
 		{Type: parleyv1alpha1.ConditionExpired, Status: metav1.ConditionFalse, Reason: parleyv1alpha1.ReasonNotExpired, Message: "the session expires at " + at.UTC().Format(time.RFC3339) + " unless extended"},
 		{Type: parleyv1alpha1.ConditionHistoryAvailable, Status: metav1.ConditionTrue, Reason: parleyv1alpha1.ReasonHistoryReady, Message: "history at " + loc + ": 0 messages"},
-		{Type: parleyv1alpha1.ConditionCompacting, Status: metav1.ConditionFalse, Reason: parleyv1alpha1.ReasonCompactionDisabled, Message: "compaction is off: strategy None, or no context.maxTokens"},
-		{Type: parleyv1alpha1.ConditionAgentRunning, Status: metav1.ConditionFalse, Reason: parleyv1alpha1.ReasonNoAgent, Message: "spec.agent is not set: Parley keeps the history only"},
 		{Type: parleyv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: parleyv1alpha1.ReasonActive, Message: "the session is live and its history available"},
 	} {
 		cond.ObservedGeneration = 1
