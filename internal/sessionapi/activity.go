@@ -20,16 +20,13 @@ import (
 // DefaultActivityInterval is how long a conversation's activity waits, at most, before it
 // is handed to the controller or written: the first append after a write starts the clock,
 // later ones join it. A conversation that takes appends all the time is written about once
-// per interval and a sixteenth. The bound for status is 2 s: the interval, a tick (100 ms),
-// and the reconcile and its write (tens of milliseconds, a few hundred on a saturated API
-// server) fit in it, and each tenth of a second less would cost ~6 % more status writes,
-// the API server's dearest request for a busy Session API.
-const DefaultActivityInterval = 1600 * time.Millisecond
+// per interval and an eighth; the bound for status is 2 s.
+const DefaultActivityInterval = 1250 * time.Millisecond
 
 // activityTicks is how many times per interval the flush looks for conversations that are due:
-// the deadlines of different conversations fall apart, so their status writes spread over the
-// interval instead of coming in one burst.
-const activityTicks = 16
+// the deadlines of different conversations fall apart, so their status writes (the API
+// server's dearest request here) spread over the interval instead of coming in one burst.
+const activityTicks = 8
 
 // handOffTimeout is how long activity handed to the controller may wait to be taken before the
 // flush writes it itself (a controller queue backed up for that long gets the patch instead).
