@@ -84,9 +84,16 @@ func runShape(b *testing.B, backend string, sh shape) {
 		handles[i] = h
 	}
 	var seq atomic.Int64
+	lag := newStatusLag()
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go lag.watch(watchCtx, watcher)
 	apiAppend := func(w int) error {
 		conv := apiConvs[w/sh.clients]
-		_, err := clients[w].Append(ctx, namespace, conv.Name, []conversation.Message{message(run, seq.Add(1))})
+		res, err := clients[w].Append(ctx, namespace, conv.Name, []conversation.Message{message(run, seq.Add(1))})
+		if err == nil && len(res.Sequences) > 0 {
+			lag.acked(conv.Name, res.Sequences[len(res.Sequences)-1], time.Now())
+		}
 		return err
 	}
 	storeAppend := func(w int) error {
@@ -108,6 +115,9 @@ func runShape(b *testing.B, backend string, sh shape) {
 		apiRes.Add(runPhase(b, writers, apiAppend))
 	}
 	b.Logf("load average after: %s", loadphase.LoadAverage())
+	lag50, lag99, lagMax, missing := lag.report()
+	b.Logf("status feedback: acknowledged append → status.history.sequence covering it, seen by a watch: p50 %s, p99 %s, max %s; not shown %s after the last phase: %d",
+		lag50.Round(time.Millisecond), lag99.Round(time.Millisecond), lagMax.Round(time.Millisecond), *settleFlag, missing)
 	logCPU(b, map[string]*loadphase.Result{"raw": &rawRes, "store": &storeRes, "api": &apiRes})
 	b.StopTimer()
 	b.ReportMetric(apiRes.Rate(), "api-appends/s")
@@ -120,6 +130,7 @@ func runShape(b *testing.B, backend string, sh shape) {
 	b.ReportMetric(rawRes.QuantileMs(0.5), "raw-p50-ms")
 	b.ReportMetric(rawRes.QuantileMs(0.99), "raw-p99-ms")
 	b.ReportMetric(apiRes.Rate()/storeRes.Rate(), "api/store")
+	b.ReportMetric(float64(lag99)/float64(time.Millisecond), "status-lag-p99-ms")
 	b.ReportMetric(storeRes.Rate()/rawRes.Rate(), "store/raw")
 }
 

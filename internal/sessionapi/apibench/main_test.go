@@ -46,6 +46,8 @@ var (
 	scheme = runtime.NewScheme()
 	// harness is the benchmark's own client (setup, waits, raw ConfigMap writes).
 	harness client.Client
+	// watcher watches the Conversations for the status feedback's lag (statusLag).
+	watcher client.WithWatch
 	// stores are the manager's history stores: the store-only phases use them as the Session
 	// API does.
 	stores *historystore.Stores
@@ -99,6 +101,10 @@ func start() (func(), error) {
 	hcfg := rest.CopyConfig(cfg)
 	hcfg.QPS, hcfg.Burst = -1, 0
 	if harness, err = client.New(hcfg, client.Options{Scheme: scheme}); err != nil {
+		stop()
+		return nil, err
+	}
+	if watcher, err = client.NewWithWatch(hcfg, client.Options{Scheme: scheme}); err != nil {
 		stop()
 		return nil, err
 	}

@@ -1,0 +1,102 @@
+package apibench
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+)
+
+// statusLag measures the Session API's status feedback as a client sees it: for every
+// acknowledged append, the time from its acknowledgement until a watch of the Conversations
+// shows status.history.sequence covering it (the bound: 2 s).
+type statusLag struct {
+	mu sync.Mutex
+	// pending are the acknowledged appends status does not show yet, per conversation, in
+	// acknowledgement order (sequences increase: one writer per conversation, or several whose
+	// acks may interleave, hence the scan rather than a pop from the front).
+	pending map[string][]ack
+	// shown is the highest sequence status has shown per conversation: an ack that arrives
+	// after its status write (a client goroutine delayed) counts as shown at once.
+	shown map[string]uint64
+	lags  []time.Duration
+}
+
+type ack struct {
+	seq uint64
+	at  time.Time
+}
+
+func newStatusLag() *statusLag {
+	return &statusLag{pending: map[string][]ack{}, shown: map[string]uint64{}}
+}
+
+// acked records an append of conv acknowledged at at with the highest sequence seq.
+func (l *statusLag) acked(conv string, seq uint64, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if seq <= l.shown[conv] {
+		l.lags = append(l.lags, 0)
+		return
+	}
+	l.pending[conv] = append(l.pending[conv], ack{seq: seq, at: at})
+}
+
+// observed records that status of conv showed sequence seq at at.
+func (l *statusLag) observed(conv string, seq uint64, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if seq <= l.shown[conv] {
+		return
+	}
+	l.shown[conv] = seq
+	left := l.pending[conv][:0]
+	for _, a := range l.pending[conv] {
+		if a.seq <= seq {
+			l.lags = append(l.lags, at.Sub(a.at))
+		} else {
+			left = append(left, a)
+		}
+	}
+	l.pending[conv] = left
+}
+
+// watch follows the namespace's Conversations until ctx ends, starting the watch again when
+// the API server closes it.
+func (l *statusLag) watch(ctx context.Context, c client.WithWatch) {
+	for ctx.Err() == nil {
+		w, err := c.Watch(ctx, &parleyv1alpha1.ConversationList{}, client.InNamespace(namespace))
+		if err != nil {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		for ev := range w.ResultChan() {
+			conv, ok := ev.Object.(*parleyv1alpha1.Conversation)
+			if ok && conv.Status.History != nil {
+				l.observed(conv.Name, uint64(conv.Status.History.Sequence), time.Now())
+			}
+		}
+		w.Stop()
+	}
+}
+
+// report returns the lags' p50, p99 and maximum, and how many acknowledged appends status
+// has not shown yet.
+func (l *statusLag) report() (p50, p99, maxLag time.Duration, missing int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, p := range l.pending {
+		missing += len(p)
+	}
+	if len(l.lags) == 0 {
+		return 0, 0, 0, missing
+	}
+	s := slices.Clone(l.lags)
+	slices.Sort(s)
+	q := func(f float64) time.Duration { return s[int(float64(len(s)-1)*f)] }
+	return q(0.5), q(0.99), s[len(s)-1], missing
+}
