@@ -2,9 +2,9 @@ package controller
 
 import (
 	"fmt"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"

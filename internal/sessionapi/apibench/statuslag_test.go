@@ -35,7 +35,7 @@ func newStatusLag() *statusLag {
 	return &statusLag{pending: map[string][]ack{}, shown: map[string]uint64{}}
 }
 
-// acked records an append of conv acknowledged at at with the highest sequence seq.
+// acked records an append of conv, acknowledged at time at, whose highest sequence is seq.
 func (l *statusLag) acked(conv string, seq uint64, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -46,7 +46,7 @@ func (l *statusLag) acked(conv string, seq uint64, at time.Time) {
 	l.pending[conv] = append(l.pending[conv], ack{seq: seq, at: at})
 }
 
-// observed records that status of conv showed sequence seq at at.
+// observed records that the status of conv showed sequence seq at time at.
 func (l *statusLag) observed(conv string, seq uint64, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
