@@ -128,7 +128,7 @@ func (r *ConversationReconciler) reconcileCompaction(ctx context.Context, s *con
 		return
 	case compactionOff:
 		// A condition that does not apply is left out: it would say nothing and cost every
-		// status write (see ReasonCompactionDisabled).
+		// status write (see ConditionCompacting).
 		meta.RemoveStatusCondition(&s.status.Conditions, parleyv1alpha1.ConditionCompacting)
 		clearCompactionDegraded(s)
 		return
