@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+	"github.com/parley-dev/parley/test/support/loadphase"
 )
 
 // statusLag measures the Session API's status feedback as a client sees it: for every
@@ -84,19 +85,14 @@ func (l *statusLag) watch(ctx context.Context, c client.WithWatch) {
 	}
 }
 
-// report returns the lags' p50, p99 and maximum, and how many acknowledged appends status
-// has not shown yet.
-func (l *statusLag) report() (p50, p99, maxLag time.Duration, missing int) {
+// report returns the lags (loadphase's quantiles, in milliseconds: p50, p99 and the maximum)
+// and how many acknowledged appends status has not shown yet.
+func (l *statusLag) report() (p50, p99, maxLag float64, missing int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, p := range l.pending {
 		missing += len(p)
 	}
-	if len(l.lags) == 0 {
-		return 0, 0, 0, missing
-	}
-	s := slices.Clone(l.lags)
-	slices.Sort(s)
-	q := func(f float64) time.Duration { return s[int(float64(len(s)-1)*f)] }
-	return q(0.5), q(0.99), s[len(s)-1], missing
+	r := loadphase.Result{Latencies: slices.Clone(l.lags)}
+	return r.QuantileMs(0.5), r.QuantileMs(0.99), r.QuantileMs(1), missing
 }
