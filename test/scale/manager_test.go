@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/parley-dev/parley/test/support/managerproc"
+	"github.com/parley-dev/parley/test/support/metricstext"
 )
 
 // managerProcess is the real manager binary running against envtest.
@@ -47,8 +48,8 @@ func (m *managerProcess) waitReady(ctx context.Context, hc *http.Client) error {
 			return fmt.Errorf("manager exited: %w (log %s)", m.Err(), m.logPath)
 		default:
 		}
-		if ms, err := scrape(ctx, hc, m.metricsURL); err == nil &&
-			ms.sum("controller_runtime_max_concurrent_reconciles", "controller", "conversation") > 0 {
+		if ms, err := metricstext.Scrape(ctx, hc, m.metricsURL); err == nil &&
+			ms.Sum("controller_runtime_max_concurrent_reconciles", "controller", "conversation") > 0 {
 			return nil
 		}
 		time.Sleep(200 * time.Millisecond)

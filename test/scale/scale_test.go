@@ -31,6 +31,7 @@ import (
 	"github.com/parley-dev/parley/test/support/benchcpu"
 	"github.com/parley-dev/parley/test/support/kubeenv"
 	"github.com/parley-dev/parley/test/support/managerproc"
+	"github.com/parley-dev/parley/test/support/metricstext"
 	"github.com/parley-dev/parley/test/support/repopath"
 )
 
@@ -153,7 +154,7 @@ func (t *tracker) last(m map[string]time.Time) (last time.Time) {
 // snapshot is the state of the processes at one instant.
 type snapshot struct {
 	at         time.Time
-	mgr, api   metricSet
+	mgr, api   metricstext.Set
 	cpu        map[string]float64
 	busy, tot  float64
 	mem        memStatus
@@ -358,7 +359,7 @@ waitA:
 	// The manager observes the lateness metric just after its status patch returns, which can be
 	// after the harness saw the patch: give the last observations a moment to land.
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
-		if ms, err := scrape(ctx, bn.hc, mgr.metricsURL); err == nil && ms.sum("parley_expiry_lateness_seconds_count") >= float64(s.n) {
+		if ms, err := metricstext.Scrape(ctx, bn.hc, mgr.metricsURL); err == nil && ms.Sum("parley_expiry_lateness_seconds_count") >= float64(s.n) {
 			break
 		}
 	}
@@ -461,7 +462,7 @@ func (bn *bench) scrapeLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if _, err := scrape(ctx, bn.hc, bn.mgr.metricsURL); err == nil {
+			if _, err := metricstext.Scrape(ctx, bn.hc, bn.mgr.metricsURL); err == nil {
 				bn.scrapes.Add(1)
 			}
 		}
@@ -476,10 +477,10 @@ func (bn *bench) snapshot(ctx context.Context) snapshot {
 	sn.busy, sn.tot = machineCPU()
 	sn.mem, _ = readMem(bn.mgr.PID())
 	var err error
-	if sn.mgr, err = scrape(ctx, bn.hc, bn.mgr.metricsURL); err != nil {
+	if sn.mgr, err = metricstext.Scrape(ctx, bn.hc, bn.mgr.metricsURL); err != nil {
 		bn.b.Logf("scraping the manager: %v", err)
 	}
-	if sn.api, err = scrape(ctx, bn.apiHC, strings.TrimSuffix(bn.kube.Host, "/")+"/metrics"); err != nil {
+	if sn.api, err = metricstext.Scrape(ctx, bn.apiHC, strings.TrimSuffix(bn.kube.Host, "/")+"/metrics"); err != nil {
 		bn.b.Logf("scraping the API server: %v", err)
 	}
 	sn.mgrScrapes = int(bn.scrapes.Load())
@@ -505,16 +506,16 @@ func cpuReport(a, b snapshot) string {
 // how many, by result, per second over secs, and the mean reconcile time and queue wait.
 func reconcileSummary(before, after snapshot, n int, secs float64) string {
 	const name = "controller_runtime_reconcile_total"
-	rec := delta(before.mgr, after.mgr, name, "controller", "conversation")
+	rec := metricstext.Delta(before.mgr, after.mgr, name, "controller", "conversation")
 	results := []string{"success", "error", "requeue", "requeue_after"}
 	byResult := make([]string, 0, len(results))
 	for _, r := range results {
-		byResult = append(byResult, fmt.Sprintf("%s %.0f", r, delta(before.mgr, after.mgr, name, "controller", "conversation", "result", r)))
+		byResult = append(byResult, fmt.Sprintf("%s %.0f", r, metricstext.Delta(before.mgr, after.mgr, name, "controller", "conversation", "result", r)))
 	}
-	recSecs := delta(before.mgr, after.mgr, "controller_runtime_reconcile_time_seconds_sum", "controller", "conversation")
-	recCount := delta(before.mgr, after.mgr, "controller_runtime_reconcile_time_seconds_count", "controller", "conversation")
-	qSecs := delta(before.mgr, after.mgr, "workqueue_queue_duration_seconds_sum", "name", "conversation")
-	qCount := delta(before.mgr, after.mgr, "workqueue_queue_duration_seconds_count", "name", "conversation")
+	recSecs := metricstext.Delta(before.mgr, after.mgr, "controller_runtime_reconcile_time_seconds_sum", "controller", "conversation")
+	recCount := metricstext.Delta(before.mgr, after.mgr, "controller_runtime_reconcile_time_seconds_count", "controller", "conversation")
+	qSecs := metricstext.Delta(before.mgr, after.mgr, "workqueue_queue_duration_seconds_sum", "name", "conversation")
+	qCount := metricstext.Delta(before.mgr, after.mgr, "workqueue_queue_duration_seconds_count", "name", "conversation")
 	return fmt.Sprintf("%.0f (%.2f per Conversation; %s), %.0f/s over the %.1f s; mean reconcile %.1f ms, mean queue wait %.1f ms",
 		rec, rec/float64(n), strings.Join(byResult, ", "), rec/secs, secs,
 		1000*recSecs/math.Max(recCount, 1), 1000*qSecs/math.Max(qCount, 1))
@@ -538,17 +539,17 @@ func (bn *bench) reportA(idle, a snapshot, t0, tCreated, tA time.Time, createdAt
 	b.Logf("    create returned → available seen by the harness: p50 %s, p99 %s, max %s", p50, p99, pmax)
 
 	b.Logf("    reconciles: %s", reconcileSummary(idle, a, s.n, elapsed.Seconds()))
-	reqs := delta(idle.mgr, a.mgr, "rest_client_requests_total")
+	reqs := metricstext.Delta(idle.mgr, a.mgr, "rest_client_requests_total")
 	b.Logf("    histories created: %.0f; store errors: %.0f; manager client requests %.0f, %.1f per Conversation (%s)",
-		delta(idle.mgr, a.mgr, "parley_histories_created_total"), delta(idle.mgr, a.mgr, "parley_history_store_errors_total"),
+		metricstext.Delta(idle.mgr, a.mgr, "parley_histories_created_total"), metricstext.Delta(idle.mgr, a.mgr, "parley_history_store_errors_total"),
 		reqs, reqs/float64(s.n), clientCodes(idle.mgr, a.mgr))
 	hwm := max(a.mem.hwm, bn.maxRSS.Load())
 	b.Logf("    manager RSS: peak (VmHWM) %.1f MiB, now %.1f MiB, idle %.1f MiB; Go heap in use %.1f MiB; %d scrapes of /metrics meanwhile",
 		float64(hwm)/mib, float64(a.mem.rss)/mib, float64(idle.mem.rss)/mib,
-		a.mgr.sum("go_memstats_heap_inuse_bytes")/mib, a.mgrScrapes-idle.mgrScrapes)
+		a.mgr.Sum("go_memstats_heap_inuse_bytes")/mib, a.mgrScrapes-idle.mgrScrapes)
 	b.Logf("    CPU, cores in use on average over the phase: %s; load average %s", cpuReport(idle, a), a.load)
 	b.Logf("    API server requests during the phase (verb, resource, code, count):\n      %s",
-		strings.Join(head(apiRequests(idle.api, a.api, s.n), 14), "\n      "))
+		strings.Join(head(metricstext.APIRequests(idle.api, a.api, float64(s.n), "Conversation"), 14), "\n      "))
 	if expiredEarly > 0 {
 		b.Logf("    NOTE: %d Conversations had already expired when the last became available: the phases overlapped", expiredEarly)
 	}
@@ -560,7 +561,7 @@ func (bn *bench) reportA(idle, a snapshot, t0, tCreated, tA time.Time, createdAt
 	b.ReportMetric(tCreated.Sub(t0).Seconds(), "create-s")
 	b.ReportMetric(elapsed.Seconds(), "all-available-s")
 	b.ReportMetric(float64(hwm)/mib, "peak-RSS-MiB")
-	b.ReportMetric(delta(idle.mgr, a.mgr, "controller_runtime_reconcile_total", "controller", "conversation")/elapsed.Seconds(), "reconciles/s")
+	b.ReportMetric(metricstext.Delta(idle.mgr, a.mgr, "controller_runtime_reconcile_total", "controller", "conversation")/elapsed.Seconds(), "reconciles/s")
 }
 
 func (bn *bench) reportB(ctx context.Context, a, end snapshot, tr *tracker) {
@@ -613,16 +614,16 @@ func (bn *bench) reportB(ctx context.Context, a, end snapshot, tr *tracker) {
 	b.Logf("    lateness, Expired lastTransitionTime − status.expiresAt (1 s resolution: 0 s means < 1 s late): p50 %s, p99 %s, max %s", c50, c99, cmax)
 	o50, o99, omax := percentiles(observed)
 	b.Logf("    lateness as the harness's watch saw Expired=True (includes the status patch and watch delivery): p50 %s, p99 %s, max %s", o50, o99, omax)
-	bs := end.mgr.histogram("parley_expiry_lateness_seconds")
-	count := end.mgr.sum("parley_expiry_lateness_seconds_count")
-	sum := end.mgr.sum("parley_expiry_lateness_seconds_sum")
-	h50b, h50 := quantile(bs, 0.50)
-	h99b, h99 := quantile(bs, 0.99)
+	bs := end.mgr.Histogram("parley_expiry_lateness_seconds")
+	count := end.mgr.Sum("parley_expiry_lateness_seconds_count")
+	sum := end.mgr.Sum("parley_expiry_lateness_seconds_sum")
+	h50b, h50 := metricstext.Quantile(bs, 0.50)
+	h99b, h99 := metricstext.Quantile(bs, 0.99)
 	b.Logf("    parley_expiry_lateness_seconds (the manager: reconcile start − expiresAt): %.0f observations, mean %.3f s, p50 ≤ %g s (est. %.3f), p99 ≤ %g s (est. %.3f)",
 		count, sum/math.Max(count, 1), h50b, h50, h99b, h99)
 	var cum []string
 	for _, bk := range bs {
-		cum = append(cum, fmt.Sprintf("≤%g:%.0f", bk.le, bk.count))
+		cum = append(cum, fmt.Sprintf("≤%g:%.0f", bk.LE, bk.Count))
 	}
 	b.Logf("    histogram buckets (cumulative): %s", strings.Join(cum, " "))
 	b.Logf("    reconciles during the expiry phase: %s", reconcileSummary(a, end, len(convs), end.at.Sub(a.at).Seconds()))
@@ -633,8 +634,8 @@ func (bn *bench) reportB(ctx context.Context, a, end snapshot, tr *tracker) {
 		rssBar = "FAILS"
 	}
 	b.Logf("    manager RSS at end: peak over the whole run (VmHWM) %.1f MiB (≤ 400 MiB: %s), now %.1f MiB; Go heap in use %.1f MiB",
-		float64(hwm)/mib, rssBar, float64(end.mem.rss)/mib, end.mgr.sum("go_memstats_heap_inuse_bytes")/mib)
-	b.Logf("    API server requests during the expiry phase:\n      %s", strings.Join(head(apiRequests(a.api, end.api, bn.s.n), 10), "\n      "))
+		float64(hwm)/mib, rssBar, float64(end.mem.rss)/mib, end.mgr.Sum("go_memstats_heap_inuse_bytes")/mib)
+	b.Logf("    API server requests during the expiry phase:\n      %s", strings.Join(head(metricstext.APIRequests(a.api, end.api, float64(bn.s.n), "Conversation"), 10), "\n      "))
 	bar := "HOLDS"
 	if c99 >= time.Second || h99b > 1 {
 		bar = "FAILS"
@@ -645,16 +646,16 @@ func (bn *bench) reportB(ctx context.Context, a, end snapshot, tr *tracker) {
 	b.ReportMetric(h99*1000, "lateness-metric-p99-ms")
 }
 
-func clientCodes(before, after metricSet) string {
+func clientCodes(before, after metricstext.Set) string {
 	codes := map[string]float64{}
 	for _, s := range after {
-		if s.name == "rest_client_requests_total" {
-			codes[s.labels["method"]+" "+s.labels["code"]] += s.value
+		if s.Name == "rest_client_requests_total" {
+			codes[s.Labels["method"]+" "+s.Labels["code"]] += s.Value
 		}
 	}
 	for _, s := range before {
-		if s.name == "rest_client_requests_total" {
-			codes[s.labels["method"]+" "+s.labels["code"]] -= s.value
+		if s.Name == "rest_client_requests_total" {
+			codes[s.Labels["method"]+" "+s.Labels["code"]] -= s.Value
 		}
 	}
 	keys := make([]string, 0, len(codes))

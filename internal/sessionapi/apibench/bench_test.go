@@ -109,16 +109,22 @@ func runShape(b *testing.B, backend string, sh shape) {
 
 	b.Logf("load average before: %s", loadphase.LoadAverage())
 	var rawRes, storeRes, apiRes loadphase.Result
+	requests := newAPIServerMetrics(apiServerHC, apiServerHost)
+	phase := func(mode string, res *loadphase.Result, n int, op func(w int) error) {
+		requests.around(b, mode, func() { res.Add(runPhase(b, n, op)) })
+	}
 	for range *roundsFlag {
-		rawRes.Add(runPhase(b, rawWriters, raw.write))
-		storeRes.Add(runPhase(b, writers, storeAppend))
-		apiRes.Add(runPhase(b, writers, apiAppend))
+		phase("raw", &rawRes, rawWriters, raw.write)
+		phase("store", &storeRes, writers, storeAppend)
+		phase("api", &apiRes, writers, apiAppend)
 	}
 	b.Logf("load average after: %s", loadphase.LoadAverage())
 	lag50, lag99, lagMax, missing := lag.report()
 	b.Logf("status feedback: acknowledged append → status.history.sequence covering it, seen by a watch: p50 %.0f ms, p99 %.0f ms, max %.0f ms; not shown %s after the last phase: %d",
 		lag50, lag99, lagMax, *settleFlag, missing)
-	logCPU(b, map[string]*loadphase.Result{"raw": &rawRes, "store": &storeRes, "api": &apiRes})
+	results := map[string]*loadphase.Result{"raw": &rawRes, "store": &storeRes, "api": &apiRes}
+	logCPU(b, results)
+	requests.log(b, results)
 	b.StopTimer()
 	b.ReportMetric(apiRes.Rate(), "api-appends/s")
 	b.ReportMetric(apiRes.QuantileMs(0.5), "api-p50-ms")

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"testing"
 	"time"
@@ -56,6 +57,9 @@ var (
 	apiURL string
 	apiCA  []byte
 	token  string
+	// apiServerHC and apiServerHost reach the API server's /metrics.
+	apiServerHC   *http.Client
+	apiServerHost string
 	// procs are the processes whose CPU each phase reports: this one (manager, Session API and
 	// clients), the API server, etcd and the S3 server.
 	procs benchcpu.Processes
@@ -108,6 +112,11 @@ func start() (func(), error) {
 		stop()
 		return nil, err
 	}
+	if apiServerHC, err = rest.HTTPClientFor(hcfg); err != nil {
+		stop()
+		return nil, err
+	}
+	apiServerHost = hcfg.Host
 	if err := setupNamespace(ctx); err != nil {
 		stop()
 		return nil, err
