@@ -159,16 +159,24 @@ func (a *Authorizer) authorize(ctx context.Context, c *caller, conv *parleyv1alp
 				fmt.Sprintf("the token belongs to pod %s, which is not the agent pod of conversation %s/%s", c.podKey, conv.Namespace, conv.Name))
 		}
 	}
-	if p := a.authorizeResource(ctx, c, &authzv1.ResourceAttributes{
+	attrs := authzv1.ResourceAttributes{
 		Namespace: conv.Namespace, Verb: string(access), Group: parleyv1alpha1.GroupVersion.Group,
-		Resource: "conversations", Subresource: HistorySubresource, Name: conv.Name,
-	}); p != nil {
-		if p.Status == 403 {
-			return forbidden(c, conv, access)
-		}
-		return p
+		Resource: "conversations", Subresource: HistorySubresource,
 	}
-	return nil
+	// A review without a name asks about every conversation of the namespace ("" means all to
+	// the authorizer; RBAC allows it only by a rule without resourceNames). When it is allowed,
+	// one cached answer serves all of the namespace's conversations: a namespace with many busy
+	// agents under one ServiceAccount costs the API server one review per TTL, not one per
+	// conversation. Only when it is denied is this conversation itself asked about.
+	p := a.authorizeResource(ctx, c, &attrs)
+	if p != nil && p.Status == 403 {
+		attrs.Name = conv.Name
+		p = a.authorizeResource(ctx, c, &attrs)
+	}
+	if p != nil && p.Status == 403 {
+		return forbidden(c, conv, access)
+	}
+	return p
 }
 
 // authorizeResource asks the API server (SubjectAccessReview) whether the caller may act on a

@@ -2,6 +2,7 @@ package sessionapi
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+	"github.com/parley-dev/parley/pkg/wire"
 )
 
 // TestConcurrentMissesShareOneReview: calls that miss the cache together, with one token and
@@ -70,5 +72,61 @@ func TestConcurrentMissesShareOneReview(t *testing.T) {
 	}
 	if n, m := tokenReviews.Load(), accessReviews.Load(); n != 1 || m != 1 {
 		t.Errorf("%d TokenReviews and %d SubjectAccessReviews for %d concurrent calls, want 1 and 1", n, m, callers)
+	}
+}
+
+// TestNamespaceReviewServesEveryConversation: when the caller may use every conversation of a
+// namespace, one review answers for all of them; when only some names are granted
+// (resourceNames), each conversation is asked about, and the others stay forbidden.
+func TestNamespaceReviewServesEveryConversation(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		granted map[string]bool // names the authorizer allows; "" is the whole namespace
+		allowed []string
+		denied  []string
+		reviews []string // the names asked about, in order
+	}{
+		{"every name", map[string]bool{"": true}, []string{"a", "b", "c"}, nil, []string{""}},
+		{"only a", map[string]bool{"a": true}, []string{"a"}, []string{"b"}, []string{"", "a", "b"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var reviews []string
+			c := fake.NewClientBuilder().WithScheme(scheme).WithInterceptorFuncs(interceptor.Funcs{
+				Create: func(_ context.Context, _ client.WithWatch, obj client.Object, _ ...client.CreateOption) error {
+					sar := obj.(*authzv1.SubjectAccessReview)
+					name := sar.Spec.ResourceAttributes.Name
+					reviews = append(reviews, name)
+					sar.Status.Allowed = tc.granted[name]
+					return nil
+				},
+			}).Build()
+			a := &Authorizer{Client: c, TTL: time.Minute}
+			alice := &caller{user: authnv1.UserInfo{Username: "alice", UID: "u1"}}
+			check := func(name string) *wire.Problem {
+				conv := &parleyv1alpha1.Conversation{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
+				return a.authorize(context.Background(), alice, conv, AccessWrite)
+			}
+			for _, name := range tc.allowed {
+				if p := check(name); p != nil {
+					t.Errorf("%s: %d %s, want allowed", name, p.Status, p.Detail)
+				}
+			}
+			for _, name := range tc.denied {
+				if p := check(name); p == nil || p.Status != 403 {
+					t.Errorf("%s: %v, want 403", name, p)
+				}
+			}
+			// Asked again within the TTL: answered from the cache.
+			for _, name := range append(tc.allowed, tc.denied...) {
+				_ = check(name)
+			}
+			if !slices.Equal(reviews, tc.reviews) {
+				t.Errorf("reviews of names %q, want %q", reviews, tc.reviews)
+			}
+		})
 	}
 }

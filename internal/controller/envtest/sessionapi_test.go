@@ -175,6 +175,27 @@ var _ = Describe("Session API", func() {
 		status, _, _ = rawCall(http.MethodGet, wire.ConversationPath(ns, "no-such"), stranger, nil)
 		Expect(status).To(Equal(403))
 
+		By("a Role naming one conversation (resourceNames) grants that one only")
+		Expect(k8sClient.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "named"}})).To(Succeed())
+		Expect(k8sClient.Create(ctx, &rbacv1.Role{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "named"},
+			Rules: []rbacv1.PolicyRule{{
+				APIGroups: []string{"parley.dev"}, Resources: []string{"conversations/" + sessionapi.HistorySubresource},
+				ResourceNames: []string{"conv-a"}, Verbs: []string{"get"},
+			}},
+		})).To(Succeed())
+		Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "named"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "named"},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: "named"}},
+		})).To(Succeed())
+		named := agentToken(ns, "named", nil)
+		status, _, _ = rawCall(http.MethodGet, wire.ConversationPath(ns, "conv-a"), named, nil)
+		Expect(status).To(Equal(200))
+		status, p, _ = rawCall(http.MethodGet, wire.ConversationPath(ns, "conv-b"), named, nil)
+		Expect(status).To(Equal(403))
+		Expect(p.Type).To(Equal(wire.ProblemForbidden))
+
 		By("an unbound token with the role reads any conversation of the namespace, and gets 404 for a missing one")
 		unbound, err := parleyclient.New(parleyclient.Options{URL: sessionURL, Token: agentToken(ns, "agent", nil), Retries: -1})
 		Expect(err).NotTo(HaveOccurred())
