@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,6 +32,8 @@ const (
 	// DefaultSecretTTL is how long a Secret read is trusted before it is read again, so a
 	// rotated credential is picked up without a Get per reconcile.
 	DefaultSecretTTL = 30 * time.Second
+	// secretReadTimeout bounds one shared read of a Secret.
+	secretReadTimeout = 30 * time.Second
 	// probeFailureTTL keeps a failed conditional-write probe from being repeated on every
 	// reconcile of every conversation that shares the store.
 	probeFailureTTL = time.Minute
@@ -61,7 +64,9 @@ type Stores struct {
 	configMaps map[int64]history.Store
 	objects    map[string]*objectStore
 	secrets    map[types.NamespacedName]secretRead
-	used       map[handle]time.Time
+	// secretReads lets concurrent misses of one Secret share one read.
+	secretReads singleflight.Group
+	used        map[handle]time.Time
 	// lastStore remembers the store each history was last opened with, so a history whose
 	// Secret was deleted first (a namespace being deleted) can still be removed.
 	lastStore map[string]history.Store
@@ -420,20 +425,31 @@ func (s *Stores) secret(ctx context.Context, key types.NamespacedName) (*corev1.
 	if s.Secrets == nil {
 		return nil, errors.New("historystore: no Secret reader configured")
 	}
-	secret := &corev1.Secret{}
-	if err := s.Secrets.Get(ctx, key, secret); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return nil, errorf(parleyv1alpha1.ReasonStoreUnavailable, err, "reading Secret %s", key)
+	// When the TTL runs out, every busy conversation using the Secret misses at once: they
+	// share one read instead of each making its own. The read does not end with the first
+	// caller's context, which would fail the others with it.
+	v, err, _ := s.secretReads.Do(key.String(), func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), secretReadTimeout)
+		defer cancel()
+		secret := &corev1.Secret{}
+		if err := s.Secrets.Get(ctx, key, secret); err != nil {
+			if !apierrors.IsNotFound(err) {
+				return nil, errorf(parleyv1alpha1.ReasonStoreUnavailable, err, "reading Secret %s", key)
+			}
+			secret = nil
 		}
-		secret = nil
+		s.mu.Lock()
+		if s.secrets == nil {
+			s.secrets = map[types.NamespacedName]secretRead{}
+		}
+		s.secrets[key] = secretRead{secret: secret, at: now}
+		s.mu.Unlock()
+		return secret, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	s.mu.Lock()
-	if s.secrets == nil {
-		s.secrets = map[types.NamespacedName]secretRead{}
-	}
-	s.secrets[key] = secretRead{secret: secret, at: now}
-	s.mu.Unlock()
-	return secret, nil
+	return v.(*corev1.Secret), nil
 }
 
 // s3ConfigID identifies a configuration with its credentials, without keeping them readable.
