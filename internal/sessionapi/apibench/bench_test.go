@@ -85,9 +85,11 @@ func runShape(b *testing.B, backend string, sh shape) {
 	}
 	var seq atomic.Int64
 	lag := newStatusLag()
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
-	go lag.watch(watchCtx, watcher)
+	stopLag, err := lag.follow(ctx, informers)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer stopLag()
 	apiAppend := func(w int) error {
 		conv := apiConvs[w/sh.clients]
 		res, err := clients[w].Append(ctx, namespace, conv.Name, []conversation.Message{message(run, seq.Add(1))})
@@ -120,7 +122,7 @@ func runShape(b *testing.B, backend string, sh shape) {
 	}
 	b.Logf("load average after: %s", loadphase.LoadAverage())
 	lag50, lag99, lagMax, missing := lag.report()
-	b.Logf("status feedback: acknowledged append → status.history.sequence covering it, seen by a watch: p50 %.0f ms, p99 %.0f ms, max %.0f ms; not shown %s after the last phase: %d",
+	b.Logf("status feedback: acknowledged append → status.history.sequence covering it, seen by the manager's informer: p50 %.0f ms, p99 %.0f ms, max %.0f ms; not shown %s after the last phase: %d",
 		lag50, lag99, lagMax, *settleFlag, missing)
 	results := map[string]*loadphase.Result{"raw": &rawRes, "store": &storeRes, "api": &apiRes}
 	logCPU(b, results)

@@ -47,8 +47,8 @@ var (
 	scheme = runtime.NewScheme()
 	// harness is the benchmark's own client (setup, waits, raw ConfigMap writes).
 	harness client.Client
-	// watcher watches the Conversations for the status feedback's lag (statusLag).
-	watcher client.WithWatch
+	// informers are the manager's: statusLag follows the Conversations through them.
+	informers cache.Informers
 	// stores are the manager's history stores: the store-only phases use them as the Session
 	// API does.
 	stores *historystore.Stores
@@ -105,10 +105,6 @@ func start() (func(), error) {
 	hcfg := rest.CopyConfig(cfg)
 	hcfg.QPS, hcfg.Burst = -1, 0
 	if harness, err = client.New(hcfg, client.Options{Scheme: scheme}); err != nil {
-		stop()
-		return nil, err
-	}
-	if watcher, err = client.NewWithWatch(hcfg, client.Options{Scheme: scheme}); err != nil {
 		stop()
 		return nil, err
 	}
@@ -187,6 +183,7 @@ func startManager(ctx context.Context, cfg *rest.Config) error {
 	if err != nil {
 		return err
 	}
+	informers = mgr.GetCache()
 	stores = &historystore.Stores{ConfigMaps: cmClient, Secrets: mgr.GetAPIReader()}
 	if err := mgr.Add(stores); err != nil {
 		return err
