@@ -140,9 +140,7 @@ func run(ctx context.Context, o options) error {
 		metricsOpts.FilterProvider = authnAuthzFilter
 	}
 
-	// managedFields are never read here, and at 10,000 Conversations they were 15-20 MB of
-	// the cache's live heap.
-	cacheOpts := cache.Options{ByObject: controller.AgentPodCache(), DefaultTransform: cache.TransformStripManagedFields()}
+	cacheOpts := controller.CacheOptions()
 	if ns := splitNamespaces(o.watchNamespaces); len(ns) > 0 {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
 		for _, n := range ns {

@@ -18,13 +18,19 @@ import (
 // agentPodNodeIndex indexes cached agent pods by the node they are bound to.
 const agentPodNodeIndex = "spec.nodeName"
 
-// AgentPodCache limits the manager's pod cache to agent pods (those labelled with their
-// Conversation), so a cluster's other pods cost the manager no memory. Merge it into the
-// manager's cache.Options.ByObject.
-func AgentPodCache() map[client.Object]cache.ByObject {
+// CacheOptions is the manager's cache as every manager of Parley's controllers needs it (the
+// binary, and the test harnesses that stand in for it): the pod cache holds agent pods only
+// (those labelled with their Conversation), so a cluster's other pods cost no memory, and
+// managedFields are stripped from every cached object. They are never read here; at 10,000
+// Conversations they were 15-20 MB of the cache's live heap, and a status update sent from a
+// cached object without them is half the size (the API server keeps the stored ones).
+func CacheOptions() cache.Options {
 	req, _ := labels.NewRequirement(agentpod.LabelConversation, selection.Exists, nil)
-	return map[client.Object]cache.ByObject{
-		&corev1.Pod{}: {Label: labels.NewSelector().Add(*req)},
+	return cache.Options{
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {Label: labels.NewSelector().Add(*req)},
+		},
+		DefaultTransform: cache.TransformStripManagedFields(),
 	}
 }
 

@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -93,7 +92,7 @@ func startManager(ctx context.Context, cfg *rest.Config) error {
 	mgr, err := ctrl.NewManager(mcfg, ctrl.Options{
 		Scheme:  scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache:   cache.Options{ByObject: controller.AgentPodCache()},
+		Cache:   controller.CacheOptions(),
 	})
 	if err != nil {
 		return err

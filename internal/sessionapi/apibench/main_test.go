@@ -172,7 +172,7 @@ func startManager(ctx context.Context, cfg *rest.Config) error {
 	mgr, err := ctrl.NewManager(mcfg, ctrl.Options{
 		Scheme:  scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache:   cache.Options{ByObject: controller.AgentPodCache()},
+		Cache:   controller.CacheOptions(),
 	})
 	if err != nil {
 		return err
