@@ -5,14 +5,10 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
-	"github.com/parley-dev/parley/internal/sessionapi"
 	parleyclient "github.com/parley-dev/parley/pkg/client"
 	"github.com/parley-dev/parley/pkg/conversation"
 	"github.com/parley-dev/parley/pkg/history"
@@ -22,19 +18,7 @@ import (
 // editorToken sets up a ServiceAccount allowed to read, write and reset conversations/history
 // in ns (what conversation-editor-role grants) and returns its token for audience parley.
 func editorToken(ns string) string {
-	Expect(k8sClient.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "editor"}})).To(Succeed())
-	Expect(k8sClient.Create(ctx, &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "editor"},
-		Rules: []rbacv1.PolicyRule{{
-			APIGroups: []string{"parley.dev"}, Resources: []string{"conversations/" + sessionapi.HistorySubresource},
-			Verbs: []string{"get", "create", "delete"},
-		}},
-	})).To(Succeed())
-	Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "editor"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "editor"},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: "editor"}},
-	})).To(Succeed())
+	grantHistory(ns, "editor", []string{"get", "create", "delete"})
 	return agentToken(ns, "editor", nil)
 }
 

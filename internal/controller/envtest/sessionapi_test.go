@@ -47,21 +47,27 @@ func agentToken(namespace, sa string, pod *corev1.Pod) string {
 func agentNamespace() string {
 	ns := "api-" + randSuffix()
 	Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	Expect(k8sClient.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"}})).To(Succeed())
 	Expect(k8sClient.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "stranger"}})).To(Succeed())
+	grantHistory(ns, "agent", []string{"get", "create"})
+	return ns
+}
+
+// grantHistory creates the ServiceAccount sa in ns and a Role bound to it (both named sa)
+// granting verbs on conversations/history: on every conversation of ns, or on those named.
+func grantHistory(ns, sa string, verbs []string, names ...string) {
+	Expect(k8sClient.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa}})).To(Succeed())
 	Expect(k8sClient.Create(ctx, &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa},
 		Rules: []rbacv1.PolicyRule{{
 			APIGroups: []string{"parley.dev"}, Resources: []string{"conversations/" + sessionapi.HistorySubresource},
-			Verbs: []string{"get", "create"},
+			ResourceNames: names, Verbs: verbs,
 		}},
 	})).To(Succeed())
 	Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "agent"},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: "agent"}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: sa},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: sa}},
 	})).To(Succeed())
-	return ns
 }
 
 // liveConversation creates a Conversation in ns and waits until its history is available.
@@ -176,19 +182,7 @@ var _ = Describe("Session API", func() {
 		Expect(status).To(Equal(403))
 
 		By("a Role naming one conversation (resourceNames) grants that one only")
-		Expect(k8sClient.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "named"}})).To(Succeed())
-		Expect(k8sClient.Create(ctx, &rbacv1.Role{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "named"},
-			Rules: []rbacv1.PolicyRule{{
-				APIGroups: []string{"parley.dev"}, Resources: []string{"conversations/" + sessionapi.HistorySubresource},
-				ResourceNames: []string{"conv-a"}, Verbs: []string{"get"},
-			}},
-		})).To(Succeed())
-		Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "named"},
-			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "named"},
-			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: "named"}},
-		})).To(Succeed())
+		grantHistory(ns, "named", []string{"get"}, "conv-a")
 		named := agentToken(ns, "named", nil)
 		status, _, _ = rawCall(http.MethodGet, wire.ConversationPath(ns, "conv-a"), named, nil)
 		Expect(status).To(Equal(200))
