@@ -37,15 +37,7 @@ waits until it is Ready. Needs create on conversations/history and on checkpoint
 			if err != nil {
 				return err
 			}
-			t, err := o.target(args[0])
-			if err != nil {
-				return err
-			}
-			kc, err := o.kube()
-			if err != nil {
-				return err
-			}
-			api, err := o.sessionAPI(cmd.Context())
+			t, err := o.open(cmd.Context(), args[0], needKube|needAPI)
 			if err != nil {
 				return err
 			}
@@ -53,16 +45,16 @@ waits until it is Ready. Needs create on conversations/history and on checkpoint
 			if cmd.Flags().Changed("turn") {
 				req.Turn = &turn
 			}
-			created, err := api.Checkpoint(cmd.Context(), t.ns, t.name, req)
+			created, err := t.api.Checkpoint(cmd.Context(), t.ns, t.name, req)
 			if err != nil {
 				return o.apiError(err, t.ns, t.name)
 			}
 			ck := &parleyv1alpha1.Checkpoint{}
 			if wait {
-				if ck, err = waitCheckpoint(cmd.Context(), kc, t.ns, created, timeout); err != nil {
+				if ck, err = waitCheckpoint(cmd.Context(), t.kc, t.ns, created, timeout); err != nil {
 					return err
 				}
-			} else if err := kc.Get(cmd.Context(), client.ObjectKey{Namespace: t.ns, Name: created}, ck); err != nil {
+			} else if err := t.kc.Get(cmd.Context(), client.ObjectKey{Namespace: t.ns, Name: created}, ck); err != nil {
 				return kubeError(err, "checkpoint "+t.ns+"/"+created)
 			}
 			if err := printer.PrintObj(ck, o.out()); err != nil {

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+	parleyclient "github.com/parley-dev/parley/pkg/client"
 )
 
 // typed makes a printer write apiVersion and kind, which typed clients leave empty.
@@ -24,6 +25,36 @@ func typed(p printers.ResourcePrinter) printers.ResourcePrinter {
 // target is the conversation a command works on, and the clients it needs.
 type target struct {
 	ns, name string
+	kc       client.Client        // with needKube
+	api      *parleyclient.Client // with needAPI
+}
+
+// needs says which clients a command on a conversation uses.
+type needs int
+
+const (
+	needKube needs = 1 << iota // the API server, with the kubeconfig's credentials
+	needAPI                    // the Session API
+)
+
+// open is how a command on one conversation starts: the conversation named on the command line,
+// in the namespace of the flags or the kubeconfig, with the clients the command needs.
+func (o *Options) open(ctx context.Context, name string, n needs) (target, error) {
+	t, err := o.target(name)
+	if err != nil {
+		return target{}, err
+	}
+	if n&needKube != 0 {
+		if t.kc, err = o.kube(); err != nil {
+			return target{}, err
+		}
+	}
+	if n&needAPI != 0 {
+		if t.api, err = o.sessionAPI(ctx); err != nil {
+			return target{}, err
+		}
+	}
+	return t, nil
 }
 
 func (o *Options) target(name string) (target, error) {

@@ -29,22 +29,14 @@ keepRecentMessages) is left as it is, and --wait then times out.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: o.completeConversations,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := o.target(args[0])
+			t, err := o.open(cmd.Context(), args[0], needKube|needAPI)
 			if err != nil {
 				return err
 			}
-			kc, err := o.kube()
-			if err != nil {
-				return err
-			}
-			api, err := o.sessionAPI(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if err := api.Compact(cmd.Context(), t.ns, t.name); err != nil {
+			if err := t.api.Compact(cmd.Context(), t.ns, t.name); err != nil {
 				return o.apiError(err, t.ns, t.name)
 			}
-			conv, err := o.getConversation(cmd.Context(), kc, t)
+			conv, err := o.getConversation(cmd.Context(), t.kc, t)
 			if err != nil {
 				return err
 			}

@@ -27,15 +27,11 @@ conditions, the Checkpoints and the latest events. -o json|yaml prints the Conve
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: o.completeConversations,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := o.target(args[0])
+			t, err := o.open(cmd.Context(), args[0], needKube)
 			if err != nil {
 				return err
 			}
-			kc, err := o.kube()
-			if err != nil {
-				return err
-			}
-			conv, err := o.getConversation(cmd.Context(), kc, t)
+			conv, err := o.getConversation(cmd.Context(), t.kc, t)
 			if err != nil {
 				return err
 			}
@@ -47,7 +43,7 @@ conditions, the Checkpoints and the latest events. -o json|yaml prints the Conve
 				return typed(p).PrintObj(conv, o.out())
 			}
 			var ckpts parleyv1alpha1.CheckpointList
-			if err := kc.List(cmd.Context(), &ckpts, client.InNamespace(t.ns)); err != nil {
+			if err := t.kc.List(cmd.Context(), &ckpts, client.InNamespace(t.ns)); err != nil {
 				return kubeError(err, "listing checkpoints in "+t.ns)
 			}
 			in := render.DescribeInput{Conversation: conv, Now: o.Now()}
@@ -58,7 +54,7 @@ conditions, the Checkpoints and the latest events. -o json|yaml prints the Conve
 			}
 			// Events are a bonus: a user who may not list them still gets the rest.
 			var events corev1.EventList
-			if err := kc.List(cmd.Context(), &events, client.InNamespace(t.ns),
+			if err := t.kc.List(cmd.Context(), &events, client.InNamespace(t.ns),
 				client.MatchingFields{"involvedObject.kind": "Conversation", "involvedObject.name": t.name}); err == nil {
 				for _, e := range events.Items {
 					if e.InvolvedObject.Kind == "Conversation" && e.InvolvedObject.Name == t.name && e.InvolvedObject.UID == conv.UID {

@@ -46,15 +46,11 @@ The output goes to stdout, to -f FILE, or (claude) to the files under --dir.`,
 			if dir != "" && file != "" {
 				return fmt.Errorf("give --dir or -f, not both")
 			}
-			t, err := o.target(args[0])
+			t, err := o.open(cmd.Context(), args[0], needAPI)
 			if err != nil {
 				return err
 			}
-			api, err := o.sessionAPI(cmd.Context())
-			if err != nil {
-				return err
-			}
-			st, err := api.State(cmd.Context(), t.ns, t.name)
+			st, err := t.api.State(cmd.Context(), t.ns, t.name)
 			if err != nil {
 				return o.apiError(err, t.ns, t.name)
 			}

@@ -36,15 +36,11 @@ that started them. -o prints the history in an export format instead (see kubect
 			if err := checkFormat(format, append([]string{formatText}, exportFormats...)); err != nil {
 				return err
 			}
-			t, err := o.target(args[0])
+			t, err := o.open(cmd.Context(), args[0], needAPI)
 			if err != nil {
 				return err
 			}
-			api, err := o.sessionAPI(cmd.Context())
-			if err != nil {
-				return err
-			}
-			st, err := api.State(cmd.Context(), t.ns, t.name)
+			st, err := t.api.State(cmd.Context(), t.ns, t.name)
 			if err != nil {
 				return o.apiError(err, t.ns, t.name)
 			}

@@ -26,15 +26,11 @@ kubectl parley says so.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: o.completeConversations,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := o.target(args[0])
+			t, err := o.open(cmd.Context(), args[0], needAPI)
 			if err != nil {
 				return err
 			}
-			api, err := o.sessionAPI(cmd.Context())
-			if err != nil {
-				return err
-			}
-			res, err := api.Reset(cmd.Context(), t.ns, t.name, wire.ResetRequest{KeepSystem: keepSystem})
+			res, err := t.api.Reset(cmd.Context(), t.ns, t.name, wire.ResetRequest{KeepSystem: keepSystem})
 			if noEndpoint(err) {
 				return fmt.Errorf("this Parley's Session API has no reset (it answered %v); nothing was changed. "+
 					"Upgrade the manager, or start over with a new conversation (kubectl parley rewind %s TURN keeps the turns you want)",

@@ -34,19 +34,15 @@ history as it is now.`
 		if err != nil {
 			return err
 		}
-		t, err := o.target(args[0])
+		t, err := o.open(cmd.Context(), args[0], needKube)
 		if err != nil {
 			return err
 		}
-		kc, err := o.kube()
+		conv, err := o.getConversation(cmd.Context(), t.kc, t)
 		if err != nil {
 			return err
 		}
-		conv, err := o.getConversation(cmd.Context(), kc, t)
-		if err != nil {
-			return err
-		}
-		if err := kc.Patch(cmd.Context(), conv, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		if err := t.kc.Patch(cmd.Context(), conv, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 			return kubeError(err, "patching conversation "+t.String())
 		}
 		return printer.PrintObj(conv, o.out())

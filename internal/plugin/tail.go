@@ -30,15 +30,11 @@ appears as a new message).`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: o.completeConversations,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := o.target(args[0])
+			t, err := o.open(cmd.Context(), args[0], needAPI)
 			if err != nil {
 				return err
 			}
-			api, err := o.sessionAPI(cmd.Context())
-			if err != nil {
-				return err
-			}
-			return o.tail(cmd.Context(), api, t, lines, follow, render.TranscriptOptions{Full: full})
+			return o.tail(cmd.Context(), t.api, t, lines, follow, render.TranscriptOptions{Full: full})
 		},
 	}
 	cmd.Flags().IntVar(&lines, "lines", 10, "How many of the last messages to print first")
