@@ -84,11 +84,19 @@ func BenchmarkMain(m *testing.M, start func() (stop func(), err error)) {
 	os.Exit(code)
 }
 
+// benchmarking reports whether -test.bench names benchmarks, in any of the forms the flag
+// package accepts (-test.bench=X, -test.bench X, with one dash or two).
 func benchmarking() bool {
-	for _, arg := range os.Args[1:] {
-		if v, ok := strings.CutPrefix(arg, "-test.bench="); ok && v != "" {
-			return true
+	args := os.Args[1:]
+	for i, arg := range args {
+		name, value, hasValue := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(arg, "-"), "-"), "=")
+		if name != "test.bench" {
+			continue
 		}
+		if !hasValue && i+1 < len(args) {
+			value = args[i+1]
+		}
+		return value != ""
 	}
 	return false
 }
