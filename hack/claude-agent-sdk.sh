@@ -13,17 +13,10 @@
 set -euo pipefail
 link=$1 version=$2
 shift 2
-cache=${PARLEY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/parley}
+# shellcheck source=hack/lib/npm-native.sh
+. "$(dirname "$0")/lib/npm-native.sh"
 out=$cache/claude-agent-sdk-$version
 log() { printf '[claude-agent-sdk] %s\n' "$*" >&2; }
-
-platform() {
-  local os arch libc=""
-  case $(uname -s) in Linux) os=linux ;; Darwin) os=darwin ;; *) return 1 ;; esac
-  case $(uname -m) in x86_64 | amd64) arch=x64 ;; aarch64 | arm64) arch=arm64 ;; *) return 1 ;; esac
-  if [ "$os" = linux ] && ldd --version 2>&1 | grep -qi musl; then libc=-musl; fi
-  echo "$os-$arch$libc"
-}
 
 # install: the packages in $out/node_modules, or a reason on stderr.
 install() {

@@ -12,16 +12,9 @@
 set -euo pipefail
 bin_dir=$1
 shift
-cache=${PARLEY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/parley}
+# shellcheck source=hack/lib/npm-native.sh
+. "$(dirname "$0")/lib/npm-native.sh"
 log() { printf '[claude-code] %s\n' "$*" >&2; }
-
-platform() {
-  local os arch libc=""
-  case $(uname -s) in Linux) os=linux ;; Darwin) os=darwin ;; *) return 1 ;; esac
-  case $(uname -m) in x86_64 | amd64) arch=x64 ;; aarch64 | arm64) arch=arm64 ;; *) return 1 ;; esac
-  if [ "$os" = linux ] && ldd --version 2>&1 | grep -qi musl; then libc=-musl; fi
-  echo "$os-$arch$libc"
-}
 
 # install VERSION: the binary at $cache/claude-code-VERSION/claude, or a reason on stderr.
 install() {
