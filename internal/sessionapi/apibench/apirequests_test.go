@@ -51,6 +51,9 @@ func (m *apiServerMetrics) log(tb testing.TB, results map[string]*loadphase.Resu
 	tb.Helper()
 	for _, mode := range []string{"raw", "store", "api"} {
 		lines := metricstext.APIRequests(m.before[mode], m.after[mode], float64(results[mode].Ops), "op")
+		if len(lines) == 0 {
+			lines = []string{"none"}
+		}
 		tb.Logf("API server requests, %s phases:\n      %s", mode, strings.Join(lines[:min(10, len(lines))], "\n      "))
 	}
 }
