@@ -69,7 +69,8 @@ func (c *ConversationCollector) Collect(ch chan<- prometheus.Metric) {
 func Register(reader client.Reader) {
 	ctrlmetrics.Registry.MustRegister(Expirations, HistoriesCreated, StoreErrors, CheckpointsCreated, Snapshots,
 		SnapshotBytes, ExpiryLateness, Compactions, CompactionDuration, CompactionTokensSaved, CompactionSummarizerTokens,
-		AgentCrashes, AgentPodsStarted, AgentsFailed, CrashToStart, &ConversationCollector{Reader: reader})
+		AgentCrashes, AgentPodsStarted, AgentsFailed, CrashToStart, SessionAPIRequests, SessionAPIDuration,
+		&ConversationCollector{Reader: reader})
 }
 
 // HistoriesCreated counts histories created and initialised, by backend (configmap, s3).

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +26,7 @@ import (
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 	"github.com/parley-dev/parley/internal/historystore"
 	"github.com/parley-dev/parley/internal/journal"
+	"github.com/parley-dev/parley/internal/metrics"
 	"github.com/parley-dev/parley/pkg/wire"
 )
 
@@ -110,28 +113,59 @@ func (s *Server) Start(ctx context.Context) error {
 	return err
 }
 
-// Handler routes the v1 API.
+// Handler routes the v1 API, counting and timing every request by route.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	base := "/v1/namespaces/{namespace}/conversations/{name}"
-	mux.HandleFunc("GET "+base, s.serve(AccessRead, s.getConversation))
-	mux.HandleFunc("GET "+base+"/messages", s.serve(AccessRead, s.getMessages))
-	mux.HandleFunc("POST "+base+"/messages", s.serve(AccessWrite, s.appendMessages))
-	mux.HandleFunc("POST "+base+"/events", s.serve(AccessWrite, s.appendEvents))
-	mux.HandleFunc("PUT "+base+"/adapter-state", s.serve(AccessWrite, s.putAdapterState))
-	mux.HandleFunc("POST "+base+"/checkpoints", s.serve(AccessWrite, s.createCheckpoint))
-	mux.HandleFunc("POST "+base+"/compact", s.serve(AccessWrite, s.requestCompaction))
-	mux.HandleFunc("POST "+base+"/reset", s.serve(AccessReset, s.resetHistory))
-	mux.HandleFunc("GET "+base+"/resume", s.serve(AccessRead, s.getResume))
-	mux.HandleFunc("GET "+base+"/state", s.serve(AccessRead, s.getState))
-	mux.HandleFunc("POST "+base+"/import", s.serve(AccessWrite, s.appendImport))
-	mux.HandleFunc("POST "+base+"/transcript", s.serve(AccessWrite, s.appendTranscript))
-	mux.HandleFunc("GET "+base+"/transcript", s.serve(AccessRead, s.getTranscript))
-	mux.HandleFunc("GET "+base+"/transcripts", s.serve(AccessRead, s.listTranscripts))
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	route := func(method, endpoint string, access Access, h handler) {
+		mux.Handle(method+" "+conversationPath+endpoint, instrumented(routeName(method, endpoint), s.serve(access, h)))
+	}
+	route("GET", "", AccessRead, s.getConversation)
+	route("POST", "/messages", AccessWrite, s.appendMessages)
+	route("POST", "/events", AccessWrite, s.appendEvents)
+	route("PUT", "/adapter-state", AccessWrite, s.putAdapterState)
+	route("POST", "/checkpoints", AccessWrite, s.createCheckpoint)
+	route("POST", "/compact", AccessWrite, s.requestCompaction)
+	route("POST", "/reset", AccessReset, s.resetHistory)
+	route("GET", "/resume", AccessRead, s.getResume)
+	route("GET", "/state", AccessRead, s.getState)
+	route("POST", "/import", AccessWrite, s.appendImport)
+	route("POST", "/transcript", AccessWrite, s.appendTranscript)
+	route("GET", "/transcript", AccessRead, s.getTranscript)
+	route("GET", "/transcripts", AccessRead, s.listTranscripts)
+	// A follow is a stream, timed apart from page reads.
+	messages := s.serve(AccessRead, s.getMessages)
+	pages := instrumented(routeName("GET", "/messages"), messages)
+	streams := instrumented(routeName("GET", "/messages")+" (follow)", messages)
+	mux.Handle("GET "+conversationPath+"/messages", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("follow") == "true" {
+			streams.ServeHTTP(w, r)
+			return
+		}
+		pages.ServeHTTP(w, r)
+	}))
+	mux.Handle("/", instrumented("other", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, problem(404, wire.ProblemNotFound, "Not Found", "no such endpoint: "+r.Method+" "+r.URL.Path), 0)
-	})
+	})))
 	return mux
+}
+
+// conversationPath is the path of a conversation; its endpoints follow it.
+const conversationPath = "/v1/namespaces/{namespace}/conversations/{name}"
+
+// routeName is a route's label on the request metrics: "GET conversation", "POST messages".
+func routeName(method, endpoint string) string {
+	if endpoint == "" {
+		return method + " conversation"
+	}
+	return method + " " + strings.TrimPrefix(endpoint, "/")
+}
+
+// instrumented counts and times h's requests under route (promhttp keeps the writer's
+// Flusher, which a follow needs).
+func instrumented(route string, h http.Handler) http.Handler {
+	labels := prometheus.Labels{"route": route}
+	return promhttp.InstrumentHandlerDuration(metrics.SessionAPIDuration.MustCurryWith(labels),
+		promhttp.InstrumentHandlerCounter(metrics.SessionAPIRequests.MustCurryWith(labels), h))
 }
 
 // request is an authorised request for one conversation.
