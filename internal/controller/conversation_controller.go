@@ -26,6 +26,7 @@ import (
 	"github.com/parley-dev/parley/internal/historystore"
 	"github.com/parley-dev/parley/internal/journal"
 	"github.com/parley-dev/parley/internal/metrics"
+	"github.com/parley-dev/parley/pkg/history"
 )
 
 // ConversationReconciler reconciles a Conversation in phases over a scope read once: the
@@ -103,13 +104,16 @@ func (r *ConversationReconciler) Reconcile(ctx context.Context, req ctrl.Request
 
 	s := newConversationScope(conv, r.Clock.Now())
 	var activityAt time.Time
+	var activityHead *history.Head
 	var tookActivity bool
 	if r.Activity != nil {
-		if activityAt, tookActivity = r.Activity.Take(req.NamespacedName); tookActivity {
+		if activityAt, activityHead, tookActivity = r.Activity.Take(req.NamespacedName); tookActivity {
 			applyActivity(s, activityAt)
 		}
 	}
-	s.summaryCurrent = !tookActivity && r.own.unchangedSince(req.NamespacedName, conv.ResourceVersion)
+	unchanged := r.own.unchangedSince(req.NamespacedName, conv.ResourceVersion)
+	s.summaryCurrent = !tookActivity && unchanged
+	s.viewHead = viewHeadToTrust(tookActivity, activityHead, unchanged)
 	minted := decideSession(s, func() string { return r.newSessionID(conv) })
 	exp := decideExpiry(s)
 	// The history is keyed by the session id, and a minted id is derived from the object's

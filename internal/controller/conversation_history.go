@@ -119,7 +119,7 @@ func (r *ConversationReconciler) openHistory(ctx context.Context, s *conversatio
 	if head, ok := history.JustCreated(h); ok && create {
 		sum, err = r.summariseEmpty(conv, head)
 	} else {
-		sum, err = r.summarise(ctx, conv, h)
+		sum, err = r.summarise(ctx, conv, h, s.viewHead)
 	}
 	if err == nil && !sum.initialized {
 		if !create {
@@ -161,13 +161,22 @@ func contextStatus(maxTokens *int64, tokens int) *parleyv1alpha1.ContextStatus {
 	return cs
 }
 
-// summarise brings the cached view of the history up to date and reads its figures.
-func (r *ConversationReconciler) summarise(ctx context.Context, conv *parleyv1alpha1.Conversation, h history.History) (*historySummary, error) {
+// summarise brings the cached view of the history up to date and reads its figures. With
+// viewHead (scope.viewHead) and the view standing there or past it (this replica's later
+// appends, folded in), the view is read as it is, without a read of the store.
+func (r *ConversationReconciler) summarise(ctx context.Context, conv *parleyv1alpha1.Conversation, h history.History, viewHead *history.Head) (*historySummary, error) {
 	key, err := historystore.Key(conv)
 	if err != nil {
 		return nil, err
 	}
 	var sum *historySummary
+	if viewHead != nil {
+		atHead, err := r.Views.Reached(key, conv.Status.SessionID, string(tokenizerOf(conv)), *viewHead,
+			func(v *journal.View) error { sum = summaryOf(v); return nil })
+		if err != nil || atHead {
+			return sum, err
+		}
+	}
 	err = r.Views.With(ctx, key, conv.Status.SessionID, string(tokenizerOf(conv)), h, func(v *journal.View) error {
 		sum = summaryOf(v)
 		return nil
@@ -280,7 +289,7 @@ func (r *ConversationReconciler) summariseAppended(ctx context.Context, conv *pa
 	if err != nil || atHead {
 		return sum, err
 	}
-	return r.summarise(ctx, conv, h)
+	return r.summarise(ctx, conv, h, nil)
 }
 
 // initRecords gathers what initialisation writes: a fork's snapshot, or the system prompt and

@@ -11,6 +11,7 @@ import (
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 	"github.com/parley-dev/parley/internal/journal"
 	"github.com/parley-dev/parley/internal/lifecycle"
+	"github.com/parley-dev/parley/pkg/history"
 )
 
 // conversationScope is what one reconcile knows: the object as read (never mutated), the time,
@@ -30,6 +31,10 @@ type conversationScope struct {
 	// summaryCurrent: status.history is this controller's own last summary and nothing has
 	// written the object since (no activity patch, no activity handed over).
 	summaryCurrent bool
+	// viewHead, when set, is where this replica's own writes left the history, with nothing
+	// else written since this controller's last reconcile: the shared view, when it stands
+	// exactly there, is summarised without reading the store (viewHeadToTrust).
+	viewHead *history.Head
 
 	// agentPod is the current agent pod, when the agent phase read one.
 	agentPod *corev1.Pod

@@ -54,7 +54,7 @@ func TestIntervalCheckpointsOfAnIdleHistory(t *testing.T) {
 	appendRecords(message("u1", conversation.RoleUser), message("a1", conversation.RoleAssistant), marker, adapter)
 
 	r := &ConversationReconciler{Views: &journal.Views{}}
-	sum, err := r.summarise(ctx, conv, h)
+	sum, err := r.summarise(ctx, conv, h, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestIntervalCheckpointsOfAnIdleHistory(t *testing.T) {
 	}
 
 	appendRecords(message("u2", conversation.RoleUser))
-	if sum, err = r.summarise(ctx, conv, h); err != nil {
+	if sum, err = r.summarise(ctx, conv, h, nil); err != nil {
 		t.Fatal(err)
 	}
 	plan = decideCheckpoints(conv, []parleyv1alpha1.Checkpoint{first}, created.Add(150*time.Minute), sum.turns, sum.lastMessageSeq)

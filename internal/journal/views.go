@@ -68,10 +68,11 @@ func (vs *Views) Fold(key, sessionID, tokenizer string, entries []history.Entry)
 	_, _ = vs.FoldAt(key, sessionID, tokenizer, entries, history.Head{}, nil)
 }
 
-// FoldAt is Fold for entries whose append answered head (history.Appended.Head). When the
-// folded view then stands exactly at head, it calls fn with the view, as With would after a
-// Refresh but without reading the store, and reports true; otherwise (no view held, another
-// writer's entries in between) it reports false and the caller uses With.
+// FoldAt is Fold for entries whose append answered head (history.Appended.Head): nothing is
+// folded into a view of another epoch. When the folded view then stands exactly at head, it
+// calls fn with the view, as With would after a Refresh but without reading the store, and
+// reports true; otherwise (no view held, another writer's entries in between, no fn) it
+// reports false and the caller uses With.
 func (vs *Views) FoldAt(key, sessionID, tokenizer string, entries []history.Entry, head history.Head, fn func(*View) error) (bool, error) {
 	vs.mu.Lock()
 	e, ok := vs.views[key]
@@ -84,18 +85,45 @@ func (vs *Views) FoldAt(key, sessionID, tokenizer string, entries []history.Entr
 	if e.view == nil || e.tokenizer != tokenizer || e.view.State.SessionID != sessionID {
 		return false, nil
 	}
+	if head.Epoch != 0 && e.view.Epoch != head.Epoch {
+		// Appended to another epoch than the view holds (a compaction or reset in between):
+		// the sequences are not the view's; the next With reads the new epoch.
+		return false, nil
+	}
 	if err := e.view.Fold(entries); err != nil {
 		e.view = nil
 		return false, nil
 	}
 	v := e.view
-	if fn == nil || v.Epoch != head.Epoch || v.Sequence != head.Sequence {
+	if v.Epoch != head.Epoch || v.Sequence != head.Sequence {
 		return false, nil
 	}
 	v.Bytes = head.Bytes
-	err := fn(v)
 	vs.account(key, e, v.Bytes)
-	return true, err
+	if fn == nil {
+		return false, nil
+	}
+	return true, fn(v)
+}
+
+// Reached calls fn with the held view of history key, without reading the store, when it
+// stands at head or past it in head's epoch, and reports whether it did. Past head, the view
+// holds what this process folded after it (its own later appends), all of it in sequence.
+func (vs *Views) Reached(key, sessionID, tokenizer string, head history.Head, fn func(*View) error) (bool, error) {
+	vs.mu.Lock()
+	e, ok := vs.views[key]
+	vs.mu.Unlock()
+	if !ok {
+		return false, nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	v := e.view
+	if v == nil || e.tokenizer != tokenizer || v.State.SessionID != sessionID ||
+		v.Epoch != head.Epoch || v.Sequence < head.Sequence {
+		return false, nil
+	}
+	return true, fn(v)
 }
 
 // Drop forgets the view of a history (deleted, or replaced by another writer's epoch).

@@ -202,3 +202,72 @@ func TestViewsFoldAt(t *testing.T) {
 		t.Fatalf("after the gap: %v, %d messages, want 4", err, seen.Messages())
 	}
 }
+
+// TestViewsReached: the held view stands in for a read when it is at the head an append left
+// or past it (later appends folded), never behind it, in another epoch, or for another
+// session; and an append of another epoch is not folded into the view.
+func TestViewsReached(t *testing.T) {
+	must := mustRecord(t)
+	h := &countingHistory{History: newHistory(t)}
+	var vs Views
+	appendOne := func(id string) ([]history.Entry, history.Appended) {
+		t.Helper()
+		m := msg(id, conversation.RoleUser, text("hello"))
+		rec := must(MessageRecord(&m))
+		got, err := AppendAll(t.Context(), h, []history.Record{rec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []history.Entry{{Seq: got.Sequences[0], ID: rec.ID, Data: rec.Data}}, got
+	}
+	var seen *View
+	reached := func(head history.Head) bool {
+		t.Helper()
+		seen = nil
+		ok, err := vs.Reached("k", "s", tokens.Approximate, head, func(v *View) error { seen = v; return nil })
+		if err != nil || ok != (seen != nil) {
+			t.Fatalf("Reached: %v, %v; fn called: %v", ok, err, seen != nil)
+		}
+		return ok
+	}
+
+	_, first := appendOne("u1")
+	if reached(first.Head) {
+		t.Fatal("no view held, yet Reached")
+	}
+	if err := vs.With(t.Context(), "k", "s", tokens.Approximate, h, func(*View) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	entries, second := appendOne("u2")
+	if _, err := vs.FoldAt("k", "s", tokens.Approximate, entries, second.Head, nil); err != nil {
+		t.Fatal(err)
+	}
+	h.trips = 0
+	if !reached(second.Head) || seen.Messages() != 2 || seen.Bytes != second.Head.Bytes {
+		t.Fatalf("at the head: %+v", seen)
+	}
+	if !reached(first.Head) || seen.Messages() != 2 {
+		t.Fatal("past an earlier head: not Reached")
+	}
+	if h.trips != 0 {
+		t.Fatalf("%d round trips to the store", h.trips)
+	}
+	_, third := appendOne("u3") // not folded: the view is behind it
+	if reached(third.Head) {
+		t.Fatal("behind the head, yet Reached")
+	}
+	if ok, _ := vs.Reached("k", "other", tokens.Approximate, second.Head, func(*View) error { return nil }); ok {
+		t.Fatal("another session's view Reached")
+	}
+	other := second.Head
+	other.Epoch++
+	if reached(other) {
+		t.Fatal("another epoch Reached")
+	}
+	if _, err := vs.FoldAt("k", "s", tokens.Approximate, []history.Entry{{Seq: 3, ID: "x", Data: entries[0].Data}}, history.Head{Epoch: other.Epoch, Sequence: 3}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !reached(second.Head) || seen.Sequence != second.Head.Sequence {
+		t.Fatalf("an append of another epoch was folded into the view: at %d", seen.Sequence)
+	}
+}

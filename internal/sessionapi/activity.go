@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+	"github.com/parley-dev/parley/pkg/history"
 )
 
 // DefaultActivityInterval is how long a conversation's activity waits, at most, before it
@@ -58,15 +59,54 @@ type Activity struct {
 	wakes   chan event.GenericEvent
 }
 
-// handOff is activity waiting for the controller: the latest time, and when it was first handed.
-type handOff struct{ at, since time.Time }
+// handOff is activity waiting for the controller: the latest time, when it was first handed,
+// and the head its writes left.
+type handOff struct {
+	at, since time.Time
+	head      writtenHead
+}
 
-// pendingActivity is activity not flushed yet: the latest time, and when the oldest of it was
-// recorded (zero: due at once, e.g. a write to retry).
-type pendingActivity struct{ at, since time.Time }
+// pendingActivity is activity not flushed yet: the latest time, when the oldest of it was
+// recorded (zero: due at once, e.g. a write to retry), and the head its writes left.
+type pendingActivity struct {
+	at, since time.Time
+	head      writtenHead
+}
 
-// Touch records activity on a conversation now.
-func (a *Activity) Touch(conv *parleyv1alpha1.Conversation) {
+// writtenHead is where this replica's writes of one batch of activity left the history: the
+// furthest head, known only when every write of the batch told it (one that did not, or a
+// new epoch in between, makes it unknown). The controller trusts the shared view at a known
+// head instead of reading the store (see ConversationReconciler's summarise).
+type writtenHead struct {
+	head  history.Head
+	known bool
+}
+
+// join is the head of two batches of writes, first and then w.
+func (w writtenHead) join(next writtenHead, fresh bool) writtenHead {
+	if fresh {
+		return next
+	}
+	if !w.known || !next.known || w.head.Epoch != next.head.Epoch {
+		return writtenHead{}
+	}
+	if next.head.Sequence > w.head.Sequence {
+		return next
+	}
+	return w
+}
+
+// Touch records activity on a conversation now, by a write that does not say where it left
+// the history.
+func (a *Activity) Touch(conv *parleyv1alpha1.Conversation) { a.touch(conv, writtenHead{}) }
+
+// TouchAt records activity on a conversation now, by a write that left the history at head and
+// folded what it wrote into the shared view.
+func (a *Activity) TouchAt(conv *parleyv1alpha1.Conversation, head history.Head) {
+	a.touch(conv, writtenHead{head: head, known: true})
+}
+
+func (a *Activity) touch(conv *parleyv1alpha1.Conversation, head writtenHead) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.pending == nil {
@@ -78,6 +118,7 @@ func (a *Activity) Touch(conv *parleyv1alpha1.Conversation) {
 		p.since = now
 	}
 	p.at = later(p.at, now)
+	p.head = p.head.join(head, !ok)
 	a.pending[key] = p
 }
 
@@ -118,18 +159,19 @@ func (a *Activity) Flush(ctx context.Context) { a.flush(ctx, false, time.Time{})
 // included.
 func (a *Activity) flush(ctx context.Context, final bool, due time.Time) {
 	a.mu.Lock()
-	batch := map[types.NamespacedName]time.Time{}
+	dueNow := map[types.NamespacedName]pendingActivity{}
 	for key, p := range a.pending {
 		if due.IsZero() || !p.since.After(due) {
-			batch[key] = p.at
+			dueNow[key] = p
 			delete(a.pending, key)
 		}
 	}
 	a.mu.Unlock()
 	local := !final && a.isLocal()
-	for key, at := range batch {
-		if local && a.handOff(key, at) {
-			delete(batch, key)
+	batch := map[types.NamespacedName]time.Time{}
+	for key, p := range dueNow {
+		if !local || !a.handOff(key, p.at, p.head) {
+			batch[key] = p.at
 		}
 	}
 	for key, at := range a.unclaimed(final) {
@@ -166,13 +208,17 @@ func (a *Activity) Source() source.Source {
 }
 
 // Take gives the reconciler the activity handed to it for key, if any: it writes the time
-// with the status of that reconcile, or gives it back with Restore when that write fails.
-func (a *Activity) Take(key types.NamespacedName) (time.Time, bool) {
+// with the status of that reconcile, or gives it back with Restore when that write fails. head
+// is where this replica's writes of that activity left the history, when all of them said.
+func (a *Activity) Take(key types.NamespacedName) (at time.Time, head *history.Head, ok bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	h, ok := a.handed[key]
 	delete(a.handed, key)
-	return h.at, ok
+	if ok && h.head.known {
+		head = &h.head.head
+	}
+	return h.at, head, ok
 }
 
 // Restore returns activity the reconciler took but could not write: the next flush hands it
@@ -182,6 +228,7 @@ func (a *Activity) Restore(key types.NamespacedName, at time.Time) {
 }
 
 // keep puts activity back as pending, due an interval after since (zero: at the next check).
+// Where its writes left the history is no longer known.
 func (a *Activity) keep(key types.NamespacedName, at, since time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -196,7 +243,7 @@ func (a *Activity) keep(key types.NamespacedName, at, since time.Time) {
 
 // handOff records activity for the controller and wakes it; false when the wake could not be
 // queued (the flush then writes the time itself).
-func (a *Activity) handOff(key types.NamespacedName, at time.Time) bool {
+func (a *Activity) handOff(key types.NamespacedName, at time.Time, head writtenHead) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	wakes := a.wakeChannelLocked()
@@ -215,6 +262,7 @@ func (a *Activity) handOff(key types.NamespacedName, at time.Time) bool {
 		h.since = a.now()
 	}
 	h.at = later(h.at, at)
+	h.head = h.head.join(head, !ok)
 	a.handed[key] = h
 	return true
 }

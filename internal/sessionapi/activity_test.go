@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+	"github.com/parley-dev/parley/pkg/history"
 )
 
 // TestActivityEveryFlushWithActivityChangesStatus: appends after a flush, within the same
@@ -87,17 +88,17 @@ func TestActivityHandsOffToTheLocalController(t *testing.T) {
 		t.Fatalf("holding the lease: %d patches, %d wakes; want no new patch and 1 wake", patches, len(wakes))
 	}
 	<-wakes
-	at, ok := a.Take(key)
-	if !ok || !at.Equal(now) {
-		t.Fatalf("Take = %v, %v; want %v, true", at, ok, now)
+	at, head, ok := a.Take(key)
+	if !ok || !at.Equal(now) || head != nil {
+		t.Fatalf("Take = %v, %v, %v; want %v, no head (Touch tells none), true", at, head, ok, now)
 	}
-	if _, ok := a.Take(key); ok {
+	if _, _, ok := a.Take(key); ok {
 		t.Fatal("the activity was taken twice")
 	}
 
 	a.Restore(key, at) // the reconcile's status write failed
 	a.Flush(ctx)
-	if got, ok := a.Take(key); !ok || !got.Equal(at) || len(wakes) != 1 || patches != 1 {
+	if got, _, ok := a.Take(key); !ok || !got.Equal(at) || len(wakes) != 1 || patches != 1 {
 		t.Fatalf("after Restore: Take = %v, %v with %d wakes, %d patches; want %v handed over again", got, ok, len(wakes), patches, at)
 	}
 	<-wakes
@@ -109,7 +110,7 @@ func TestActivityHandsOffToTheLocalController(t *testing.T) {
 	if patches != 2 {
 		t.Fatalf("activity untaken for %s: %d patches, want it written (2)", handOffTimeout, patches)
 	}
-	if _, ok := a.Take(key); ok {
+	if _, _, ok := a.Take(key); ok {
 		t.Fatal("activity the flush wrote is still handed over")
 	}
 
@@ -210,4 +211,61 @@ func activityClient(t *testing.T, onPatch func(obj client.Object, patch client.P
 				return cl.SubResource(sub).Patch(ctx, obj, patch, opts...)
 			},
 		}).Build()
+}
+
+// TestActivityHandsOverTheHeadItsWritesLeft: the hand-over says where this replica's writes
+// left the history (the furthest head, across flushes not yet taken) only when every one of
+// them said it: a write that did not (an event, a reset), a new epoch in between, or activity
+// given back after a failed status write leaves it unknown, and the controller reads the store.
+func TestActivityHandsOverTheHeadItsWritesLeft(t *testing.T) {
+	conv := &parleyv1alpha1.Conversation{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}}
+	key := client.ObjectKeyFromObject(conv)
+	c := activityClient(t, func(client.Object, client.Patch) error { return nil }, conv)
+	now := time.Date(2026, 11, 26, 17, 0, 0, 0, time.UTC)
+	local := make(chan struct{})
+	close(local)
+	a := &Activity{Client: c, Now: func() time.Time { return now }, Local: local}
+	ctx := context.Background()
+	head := func(epoch, seq uint64) history.Head { return history.Head{Epoch: epoch, Sequence: seq} }
+	take := func() *history.Head {
+		t.Helper()
+		_, h, ok := a.Take(key)
+		if !ok {
+			t.Fatal("nothing handed over")
+		}
+		return h
+	}
+
+	a.TouchAt(conv, head(1, 5))
+	a.TouchAt(conv, head(1, 7))
+	a.TouchAt(conv, head(1, 6)) // finished after 7: the furthest counts
+	a.Flush(ctx)
+	a.TouchAt(conv, head(1, 9)) // a second flush before the reconcile took the first
+	a.Flush(ctx)
+	if got := take(); got == nil || *got != head(1, 9) {
+		t.Fatalf("head %v, want 1/9", got)
+	}
+
+	for name, touch := range map[string]func(){
+		"a write without a head": func() { a.TouchAt(conv, head(1, 10)); a.Touch(conv) },
+		"a new epoch in between": func() { a.TouchAt(conv, head(1, 10)); a.TouchAt(conv, head(2, 1)) },
+	} {
+		touch()
+		a.Flush(ctx)
+		if got := take(); got != nil {
+			t.Errorf("%s: head %v, want unknown", name, *got)
+		}
+	}
+
+	a.TouchAt(conv, head(2, 3))
+	a.Flush(ctx)
+	at, h, _ := a.Take(key)
+	if h == nil {
+		t.Fatal("no head handed over")
+	}
+	a.Restore(key, at) // the status write failed
+	a.Flush(ctx)
+	if got := take(); got != nil {
+		t.Errorf("after Restore: head %v, want unknown", *got)
+	}
 }

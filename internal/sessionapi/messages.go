@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 
+	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 	"github.com/parley-dev/parley/internal/historystore"
 	"github.com/parley-dev/parley/internal/journal"
 	"github.com/parley-dev/parley/pkg/conversation"
@@ -151,9 +152,7 @@ func (s *Server) appendMessages(w http.ResponseWriter, r *http.Request, req *req
 	if err != nil {
 		return storeProblem(err)
 	}
-	if s.Activity != nil {
-		s.Activity.Touch(req.conv)
-	}
+	s.foldAppended(req.conv, records, res)
 	writeJSON(w, http.StatusOK, wire.AppendResponse{Epoch: res.Epoch, Sequences: res.Sequences})
 	return nil
 }
@@ -175,4 +174,28 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, into any) *wire.
 		return problem(400, wire.ProblemMalformed, "Bad Request", "the body holds more than one JSON value")
 	}
 	return nil
+}
+
+// foldAppended hands what an append stored to the shared view (so the reconcile it wakes
+// counts nothing again) and marks the conversation active with the head the append left: when
+// the view stands exactly there, the controller summarises from it without reading the store.
+func (s *Server) foldAppended(conv *parleyv1alpha1.Conversation, records []history.Record, res history.Appended) {
+	if len(res.Sequences) != len(records) {
+		if s.Activity != nil {
+			s.Activity.Touch(conv)
+		}
+		return
+	}
+	if s.Views != nil {
+		if key, err := historystore.Key(conv); err == nil {
+			entries := make([]history.Entry, len(records))
+			for i := range records {
+				entries[i] = history.Entry{Seq: res.Sequences[i], ID: records[i].ID, Data: records[i].Data}
+			}
+			_, _ = s.Views.FoldAt(key, conv.Status.SessionID, tokenizerOf(conv), entries, res.Head, nil)
+		}
+	}
+	if s.Activity != nil {
+		s.Activity.TouchAt(conv, res.Head)
+	}
 }

@@ -1,0 +1,75 @@
+package envtest
+
+import (
+	"fmt"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/parley-dev/parley/internal/historystore"
+	"github.com/parley-dev/parley/internal/journal"
+	"github.com/parley-dev/parley/internal/sessionapi"
+	parleyclient "github.com/parley-dev/parley/pkg/client"
+	"github.com/parley-dev/parley/pkg/conversation"
+	"github.com/parley-dev/parley/pkg/history"
+)
+
+// The leader summarises its own Session API's appends from the shared view without reading the
+// store (they were folded into it). Appends another replica made must still reach status: that
+// replica marks the conversation active with a status patch, and the reconcile it wakes reads
+// the store, as does one whose own appends met a gap in the view. (When that patch and this
+// replica's hand-over wake one reconcile together, the patch changed the object, and
+// TestViewHeadToTrust checks that the view is then not trusted.)
+var _ = Describe("Status feedback with appends on two replicas", func() {
+	It("counts another replica's appends between this replica's own", func() {
+		ns := agentNamespace()
+		conv := liveConversation(ns, "conv")
+		api, err := parleyclient.New(parleyclient.Options{URL: sessionURL, Token: agentToken(ns, "agent", agentPodOf(conv))})
+		Expect(err).NotTo(HaveOccurred())
+		// The other replica: its own store handles, and activity it patches (it does not lead).
+		other := &historystore.Stores{ConfigMaps: k8sClient, Secrets: k8sClient}
+		otherActivity := &sessionapi.Activity{Client: k8sClient}
+
+		total := 0
+		statusShows := func() {
+			GinkgoHelper()
+			Eventually(func(g Gomega) {
+				fetch(conv)(g)
+				g.Expect(conv.Status.History).NotTo(BeNil())
+				g.Expect(conv.Status.History.Messages).To(Equal(int64(total)))
+			}).Should(Succeed())
+		}
+		for round := range 3 {
+			By(fmt.Sprintf("round %d: this replica appends, status follows from the view", round))
+			for i := range 4 {
+				_, err := api.Append(ctx, ns, "conv", []conversation.Message{textMessage(fmt.Sprintf("local-%d-%d", round, i), "user", "here")})
+				Expect(err).NotTo(HaveOccurred())
+				total++
+			}
+			statusShows()
+
+			By(fmt.Sprintf("round %d: the other replica appends and marks the conversation active", round))
+			fetch(conv)(Default)
+			seen := conv.DeepCopy()
+			h, err := other.Open(ctx, seen, false)
+			Expect(err).NotTo(HaveOccurred())
+			m := textMessage(fmt.Sprintf("remote-%d", round), "user", "there")
+			rec, err := journal.MessageRecord(&m)
+			Expect(err).NotTo(HaveOccurred())
+			_, err = h.Append(ctx, []history.Record{rec})
+			Expect(err).NotTo(HaveOccurred())
+			total++
+			if round%2 == 1 {
+				// This replica appends again before the other's activity reaches status: its
+				// append lands after a gap in its view.
+				_, err = api.Append(ctx, ns, "conv", []conversation.Message{textMessage(fmt.Sprintf("local-%d-after", round), "user", "here")})
+				Expect(err).NotTo(HaveOccurred())
+				total++
+			}
+			// Only the other replica's activity patch tells this one of its append.
+			otherActivity.Touch(seen)
+			otherActivity.Flush(ctx)
+			statusShows()
+		}
+	})
+})
