@@ -74,17 +74,11 @@ func (vs *Views) Fold(key, sessionID, tokenizer string, entries []history.Entry)
 // reports true; otherwise (no view held, another writer's entries in between, no fn) it
 // reports false and the caller uses With.
 func (vs *Views) FoldAt(key, sessionID, tokenizer string, entries []history.Entry, head history.Head, fn func(*View) error) (bool, error) {
-	vs.mu.Lock()
-	e, ok := vs.views[key]
-	vs.mu.Unlock()
-	if !ok {
+	e := vs.held(key, sessionID, tokenizer)
+	if e == nil {
 		return false, nil
 	}
-	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.view == nil || e.tokenizer != tokenizer || e.view.State.SessionID != sessionID {
-		return false, nil
-	}
 	if head.Epoch != 0 && e.view.Epoch != head.Epoch {
 		// Appended to another epoch than the view holds (a compaction or reset in between):
 		// the sequences are not the view's; the next With reads the new epoch.
@@ -110,20 +104,32 @@ func (vs *Views) FoldAt(key, sessionID, tokenizer string, entries []history.Entr
 // stands at head or past it in head's epoch, and reports whether it did. Past head, the view
 // holds what this process folded after it (its own later appends), all of it in sequence.
 func (vs *Views) Reached(key, sessionID, tokenizer string, head history.Head, fn func(*View) error) (bool, error) {
+	e := vs.held(key, sessionID, tokenizer)
+	if e == nil {
+		return false, nil
+	}
+	defer e.mu.Unlock()
+	if v := e.view; v.Epoch != head.Epoch || v.Sequence < head.Sequence {
+		return false, nil
+	}
+	return true, fn(e.view)
+}
+
+// held returns the entry of history key locked, when it holds a view of session sessionID
+// counted with tokenizer; the caller unlocks it. Otherwise nil, nothing locked.
+func (vs *Views) held(key, sessionID, tokenizer string) *viewEntry {
 	vs.mu.Lock()
 	e, ok := vs.views[key]
 	vs.mu.Unlock()
 	if !ok {
-		return false, nil
+		return nil
 	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	v := e.view
-	if v == nil || e.tokenizer != tokenizer || v.State.SessionID != sessionID ||
-		v.Epoch != head.Epoch || v.Sequence < head.Sequence {
-		return false, nil
+	if e.view == nil || e.tokenizer != tokenizer || e.view.State.SessionID != sessionID {
+		e.mu.Unlock()
+		return nil
 	}
-	return true, fn(v)
+	return e
 }
 
 // Drop forgets the view of a history (deleted, or replaced by another writer's epoch).

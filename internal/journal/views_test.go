@@ -155,7 +155,6 @@ func TestViewsFold(t *testing.T) {
 }
 
 func TestViewsFoldAt(t *testing.T) {
-	must := mustRecord(t)
 	h := &countingHistory{History: newHistory(t)}
 	var vs Views
 	hold := func() {
@@ -164,16 +163,7 @@ func TestViewsFoldAt(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	appendOne := func(id string) ([]history.Entry, history.Appended) {
-		t.Helper()
-		m := msg(id, conversation.RoleUser, text("hello"))
-		rec := must(MessageRecord(&m))
-		got, err := AppendAll(t.Context(), h, []history.Record{rec})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return []history.Entry{{Seq: got.Sequences[0], ID: rec.ID, Data: rec.Data}}, got
-	}
+	appendOne := func(id string) ([]history.Entry, history.Appended) { return appendMessage(t, h, id) }
 	var seen *View
 	keep := func(v *View) error { seen = v; return nil }
 
@@ -207,19 +197,9 @@ func TestViewsFoldAt(t *testing.T) {
 // or past it (later appends folded), never behind it, in another epoch, or for another
 // session; and an append of another epoch is not folded into the view.
 func TestViewsReached(t *testing.T) {
-	must := mustRecord(t)
 	h := &countingHistory{History: newHistory(t)}
 	var vs Views
-	appendOne := func(id string) ([]history.Entry, history.Appended) {
-		t.Helper()
-		m := msg(id, conversation.RoleUser, text("hello"))
-		rec := must(MessageRecord(&m))
-		got, err := AppendAll(t.Context(), h, []history.Record{rec})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return []history.Entry{{Seq: got.Sequences[0], ID: rec.ID, Data: rec.Data}}, got
-	}
+	appendOne := func(id string) ([]history.Entry, history.Appended) { return appendMessage(t, h, id) }
 	var seen *View
 	reached := func(head history.Head) bool {
 		t.Helper()
@@ -270,4 +250,16 @@ func TestViewsReached(t *testing.T) {
 	if !reached(second.Head) || seen.Sequence != second.Head.Sequence {
 		t.Fatalf("an append of another epoch was folded into the view: at %d", seen.Sequence)
 	}
+}
+
+// appendMessage appends a user message with id to h and returns its entry and the answer.
+func appendMessage(t *testing.T, h history.History, id string) ([]history.Entry, history.Appended) {
+	t.Helper()
+	m := msg(id, conversation.RoleUser, text("hello"))
+	rec := mustRecord(t)(MessageRecord(&m))
+	got, err := AppendAll(t.Context(), h, []history.Record{rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []history.Entry{{Seq: got.Sequences[0], ID: rec.ID, Data: rec.Data}}, got
 }
