@@ -82,7 +82,7 @@ type writtenHead struct {
 	known bool
 }
 
-// join is the head of two batches of writes, first and then w.
+// join is the head of the writes of w and then those of next; fresh: w holds no write yet.
 func (w writtenHead) join(next writtenHead, fresh bool) writtenHead {
 	if fresh {
 		return next

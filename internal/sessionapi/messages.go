@@ -178,7 +178,8 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, into any) *wire.
 
 // foldAppended hands what an append stored to the shared view (so the reconcile it wakes
 // counts nothing again) and marks the conversation active with the head the append left: when
-// the view stands exactly there, the controller summarises from it without reading the store.
+// the view stands there or past it, the controller summarises from it without reading the
+// store (a fold that met a gap leaves the view behind, and the controller reads).
 func (s *Server) foldAppended(conv *parleyv1alpha1.Conversation, records []history.Record, res history.Appended) {
 	if len(res.Sequences) != len(records) {
 		if s.Activity != nil {
