@@ -141,17 +141,11 @@ func (vs *Views) Seed(key, sessionID, tokenizer string, epoch uint64, records []
 // Peek calls fn with the view of a history as the last With left it, without reading the
 // store, and reports whether a view was held. fn must not keep the view past its return.
 func (vs *Views) Peek(key string, fn func(*View)) bool {
-	vs.mu.Lock()
-	e, ok := vs.views[key]
-	vs.mu.Unlock()
-	if !ok {
+	e := vs.locked(key)
+	if e == nil {
 		return false
 	}
-	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.view == nil {
-		return false
-	}
 	fn(e.view)
 	return true
 }

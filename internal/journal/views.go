@@ -118,6 +118,17 @@ func (vs *Views) Reached(key, sessionID, tokenizer string, head history.Head, fn
 // held returns the entry of history key locked, when it holds a view of session sessionID
 // counted with tokenizer; the caller unlocks it. Otherwise nil, nothing locked.
 func (vs *Views) held(key, sessionID, tokenizer string) *viewEntry {
+	e := vs.locked(key)
+	if e != nil && (e.tokenizer != tokenizer || e.view.State.SessionID != sessionID) {
+		e.mu.Unlock()
+		return nil
+	}
+	return e
+}
+
+// locked returns the entry of history key locked, when it holds a view; the caller unlocks
+// it. Otherwise nil, nothing locked.
+func (vs *Views) locked(key string) *viewEntry {
 	vs.mu.Lock()
 	e, ok := vs.views[key]
 	vs.mu.Unlock()
@@ -125,7 +136,7 @@ func (vs *Views) held(key, sessionID, tokenizer string) *viewEntry {
 		return nil
 	}
 	e.mu.Lock()
-	if e.view == nil || e.tokenizer != tokenizer || e.view.State.SessionID != sessionID {
+	if e.view == nil {
 		e.mu.Unlock()
 		return nil
 	}
