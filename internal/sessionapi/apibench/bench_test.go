@@ -112,10 +112,17 @@ func runShape(b *testing.B, backend string, sh shape) {
 	b.Logf("load average before: %s", loadphase.LoadAverage())
 	var rawRes, storeRes, apiRes loadphase.Result
 	requests := newAPIServerMetrics(apiServerHC, apiServerHost)
+	var round int
+	profiler := newAPIServerProfiler(apiServerHC, apiServerHost, *apiServerProfileFlag)
 	phase := func(mode string, res *loadphase.Result, n int, op func(w int) error) {
-		requests.around(b, mode, func() { res.Add(runPhase(b, n, op)) })
+		run := func() { profilePhase(b, mode, round, func() { res.Add(runPhase(b, n, op)) }) }
+		if mode == "api" {
+			profiled := run
+			run = func() { profiler.around(b, profiled) }
+		}
+		requests.around(b, mode, run)
 	}
-	for range *roundsFlag {
+	for round = range *roundsFlag {
 		phase("raw", &rawRes, rawWriters, raw.write)
 		phase("store", &storeRes, writers, storeAppend)
 		phase("api", &apiRes, writers, apiAppend)
