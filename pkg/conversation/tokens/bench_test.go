@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tiktoken-go/tokenizer"
+
 	"github.com/parley-dev/parley/pkg/conversation"
 	"github.com/parley-dev/parley/test/support/benchcpu"
 )
@@ -88,4 +90,41 @@ func benchCorpus(b testing.TB) string {
 		sb.WriteString(samples[name])
 	}
 	return sb.String()
+}
+
+// BenchmarkBPEAgainstTheLibrary counts cl100k_base tokens with this package's encoder and with
+// the library's, on the sample texts and on one 1,000-byte word (the Session API benchmark's
+// message: a single piece, all merging), in the same run.
+func BenchmarkBPEAgainstTheLibrary(b *testing.B) {
+	texts := []struct{ name, text string }{
+		{"samples", benchCorpus(b)},
+		{"word", strings.Repeat("abcdefghij", 100)},
+	}
+	codec, err := tokenizer.Get(tokenizer.Cl100kBase)
+	if err != nil {
+		b.Fatal(err)
+	}
+	codec.SetErrorMode(tokenizer.ErrorModeReplace)
+	tb, err := bpeTables[tokenizer.Cl100kBase]()
+	if err != nil {
+		b.Fatal(err)
+	}
+	counters := []struct {
+		name  string
+		count func(string) int
+	}{
+		{"parley", tb.count},
+		{"library", func(s string) int { n, _ := codec.Count(s); return n }},
+	}
+	for _, text := range texts {
+		for _, c := range counters {
+			b.Run(text.name+"/"+c.name, func(b *testing.B) {
+				b.SetBytes(int64(len(text.text)))
+				b.ReportAllocs()
+				for b.Loop() {
+					c.count(text.text)
+				}
+			})
+		}
+	}
 }

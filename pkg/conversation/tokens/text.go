@@ -42,10 +42,9 @@ func NewTextCounter(name string) (TextCounter, error) {
 // bpeCounter counts with an exact byte-pair encoding.
 type bpeCounter struct {
 	name  string
-	codec tokenizer.Codec
-	// short remembers the counts of short texts. Tokenizing one costs microseconds of
-	// fixed overhead in the regexp engine whatever its length, and short texts repeat: tool
-	// names, the placeholder of cleared tool results, one-word answers.
+	table *bpeTable
+	// short remembers the counts of short texts, which repeat: tool names, the placeholder
+	// of cleared tool results, one-word answers.
 	short *countCache
 }
 
@@ -57,13 +56,11 @@ const (
 )
 
 func newBPECounter(encoding tokenizer.Encoding) (*bpeCounter, error) {
-	codec, err := tokenizer.Get(encoding)
+	table, err := bpeTables[encoding]()
 	if err != nil {
-		return nil, fmt.Errorf("load tokenizer %s: %w", encoding, err)
+		return nil, err
 	}
-	// Replace invalid UTF-8 with U+FFFD first, as tiktoken does, so that counting never fails.
-	codec.SetErrorMode(tokenizer.ErrorModeReplace)
-	return &bpeCounter{name: string(encoding), codec: codec, short: newCountCache(shortTextEntries)}, nil
+	return &bpeCounter{name: string(encoding), table: table, short: newCountCache(shortTextEntries)}, nil
 }
 
 func (c *bpeCounter) Name() string { return c.name }
@@ -73,24 +70,14 @@ func (c *bpeCounter) CountText(text string) int {
 		return 0
 	}
 	if len(text) > maxShortText {
-		return c.count(text)
+		return c.table.count(text)
 	}
 	key := cacheKey{id: text}
 	if n, ok := c.short.get(key); ok {
 		return n
 	}
-	n := c.count(text)
+	n := c.table.count(text)
 	c.short.put(key, n)
-	return n
-}
-
-func (c *bpeCounter) count(text string) int {
-	n, err := c.codec.Count(text)
-	if err != nil {
-		// Only a regexp failure gets here (invalid UTF-8 is replaced): fall back to the
-		// estimate rather than report zero tokens for text that exists.
-		return ApproximateCounter{}.CountText(text)
-	}
 	return n
 }
 
