@@ -4,8 +4,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,6 +23,7 @@ import (
 	"github.com/parley-dev/parley/pkg/conversation"
 	"github.com/parley-dev/parley/pkg/history"
 	"github.com/parley-dev/parley/test/support/loadphase"
+	"github.com/parley-dev/parley/test/support/repopath"
 )
 
 // Flags (after -args): the length of one phase and how many rounds of (raw, store, API) phases
@@ -109,7 +113,7 @@ func runShape(b *testing.B, backend string, sh shape) {
 	}
 	raw := newRaw(b, backend, run)
 
-	b.Logf("load average before: %s", loadphase.LoadAverage())
+	b.Logf("messages: -message %s; load average before: %s", *messageFlag, loadphase.LoadAverage())
 	var rawRes, storeRes, apiRes loadphase.Result
 	requests := newAPIServerMetrics(apiServerHC, apiServerHost)
 	var round int
@@ -149,9 +153,40 @@ func runShape(b *testing.B, backend string, sh shape) {
 	b.ReportMetric(storeRes.Rate()/rawRes.Rate(), "store/raw")
 }
 
-// message is a user message with 1,000 bytes of text: its record is about 1 KiB.
+// messageFlag chooses the text of the benchmark's messages. Counting a message's tokens is
+// part of an API append (the store phase does not count), and its cost depends on the text:
+// real text splits into words, while one 1,000-letter word is a single piece for the
+// byte-pair merges, their worst case (~3 times the CPU of prose per byte).
+var messageFlag = flag.String("message", "text", "the messages' text: `text` (1,000-byte windows of prose and Go source) or word (one 1,000-letter word)")
+
+// benchText is what the messages' windows are cut from: the tokens package's samples of prose
+// and Go source.
+var benchText = sync.OnceValue(func() string {
+	root, err := repopath.Root()
+	if err != nil {
+		panic(err)
+	}
+	var sb strings.Builder
+	for _, name := range []string{"prose.txt", "go-source.txt"} {
+		b, err := os.ReadFile(filepath.Join(root, "pkg", "conversation", "tokens", "testdata", name))
+		if err != nil {
+			panic(err)
+		}
+		sb.Write(b)
+	}
+	return sb.String()
+})
+
+// message is a user message with 1,000 bytes of text: its record is about 1 KiB. With
+// -message text, message n is the window of the samples at n × 97 bytes (mod their length),
+// so consecutive messages differ.
 func message(run string, n int64) conversation.Message {
 	text := strings.Repeat("abcdefghij", 100)
+	if *messageFlag == "text" {
+		all := benchText()
+		at := int(n*97) % (len(all) - 1000)
+		text = strings.ToValidUTF8(all[at:at+1000], "?")
+	}
 	return conversation.Message{
 		ID: fmt.Sprintf("%s-%d", run, n), Role: conversation.RoleUser,
 		Blocks: []conversation.Block{{Type: conversation.BlockText, Text: text}},
