@@ -78,7 +78,7 @@ func (t *bpeTable) count(text string) int {
 func (t *bpeTable) encode(text string, token func(string)) {
 	text = replaceInvalidUTF8(text)
 	buf := mergeBufs.Get().(*mergeBuf)
-	defer mergeBufs.Put(buf)
+	defer buf.release()
 	for i := 0; i < len(text); {
 		end := t.split(text, i)
 		piece := text[i:end]
@@ -103,6 +103,16 @@ type mergeBuf struct {
 }
 
 var mergeBufs = sync.Pool{New: func() any { return new(mergeBuf) }}
+
+// maxPooledPiece is the longest piece whose working memory goes back to the pool: one huge
+// piece (a long base64 string) needs ~30 bytes per byte, better left to the collector.
+const maxPooledPiece = 1 << 16
+
+func (b *mergeBuf) release() {
+	if cap(b.nodes) <= maxPooledPiece+1 {
+		mergeBufs.Put(b)
+	}
+}
 
 // noRank marks a pair that is not a token.
 const noRank = ^uint32(0)

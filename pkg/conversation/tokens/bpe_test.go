@@ -223,7 +223,8 @@ func TestCountingAllocatesNothing(t *testing.T) {
 	tb := loadedTable(t, tokenizer.Cl100kBase)
 	text := sampleTexts(t)["prose"] + strings.Repeat("abcdefghij", 100)
 	tb.count(text)
-	if allocs := testing.AllocsPerRun(20, func() { tb.count(text) }); allocs > 0 {
+	// Below one on average: a collection may empty the buffer pool once.
+	if allocs := testing.AllocsPerRun(20, func() { tb.count(text) }); allocs >= 1 {
 		t.Errorf("count allocates %.0f times per call", allocs)
 	}
 }
