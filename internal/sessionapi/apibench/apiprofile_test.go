@@ -4,15 +4,14 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
-	"math"
 	"net/http"
 	"os"
 	"runtime/pprof"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/parley-dev/parley/test/support/pprofhttp"
 )
 
 // apiServerProfileFlag names the files the API server's CPU profiles go to, one per API phase
@@ -47,13 +46,13 @@ func profilePhase(tb testing.TB, mode string, n int, phase func()) {
 // apiServerProfiler takes the API server's CPU profile over one phase and its settling.
 type apiServerProfiler struct {
 	hc     *http.Client
-	url    string
+	host   string
 	prefix string
 	n      int
 }
 
 func newAPIServerProfiler(hc *http.Client, host, prefix string) *apiServerProfiler {
-	return &apiServerProfiler{hc: hc, url: strings.TrimSuffix(host, "/") + "/debug/pprof/profile", prefix: prefix}
+	return &apiServerProfiler{hc: hc, host: host, prefix: prefix}
 }
 
 // around profiles the API server while phase runs; without a prefix it only runs phase.
@@ -65,10 +64,11 @@ func (p *apiServerProfiler) around(tb testing.TB, phase func()) {
 	}
 	p.n++
 	file := fmt.Sprintf("%s.%d.pb.gz", p.prefix, p.n)
-	seconds := int(math.Ceil((*phaseFlag + *settleFlag).Seconds()))
 	var wg sync.WaitGroup
 	var err error
-	wg.Go(func() { err = p.fetch(file, seconds) })
+	wg.Go(func() {
+		err = pprofhttp.SaveCPUProfile(context.Background(), p.hc, p.host, *phaseFlag+*settleFlag, file)
+	})
 	// The profile starts when the API server receives the request.
 	time.Sleep(50 * time.Millisecond)
 	phase()
@@ -76,31 +76,4 @@ func (p *apiServerProfiler) around(tb testing.TB, phase func()) {
 	if err != nil {
 		tb.Fatalf("the API server's CPU profile: %v", err)
 	}
-}
-
-func (p *apiServerProfiler) fetch(file string, seconds int) error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(seconds+30)*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s?seconds=%d", p.url, seconds), nil)
-	if err != nil {
-		return err
-	}
-	resp, err := p.hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return fmt.Errorf("%s: %s", resp.Status, body)
-	}
-	f, err := os.Create(file)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		_ = f.Close()
-		return err
-	}
-	return f.Close()
 }
