@@ -19,7 +19,7 @@ import (
 // tiktoken counts it.
 type bpeTable struct {
 	split splitter
-	ranks map[string]uint32
+	ranks *rankTable
 }
 
 var bpeTables = map[tokenizer.Encoding]func() (*bpeTable, error){
@@ -27,16 +27,24 @@ var bpeTables = map[tokenizer.Encoding]func() (*bpeTable, error){
 	tokenizer.O200kBase:  sync.OnceValues(func() (*bpeTable, error) { return loadBPETable(tokenizer.O200kBase, splitO200k) }),
 }
 
-// loadBPETable reads the encoding's vocabulary from the library, token by token: ids are
-// dense from 0, so the first run of unknown ids ends it.
 func loadBPETable(encoding tokenizer.Encoding, split splitter) (*bpeTable, error) {
+	vocabulary, err := loadVocabulary(encoding)
+	if err != nil {
+		return nil, err
+	}
+	return &bpeTable{split: split, ranks: newRankTable(vocabulary)}, nil
+}
+
+// loadVocabulary reads the encoding's tokens and their ranks from the library, token by
+// token: ids are dense from 0, so the first run of unknown ids ends it.
+func loadVocabulary(encoding tokenizer.Encoding) (map[string]uint32, error) {
 	codec, err := tokenizer.Get(encoding)
 	if err != nil {
 		return nil, fmt.Errorf("load tokenizer %s: %w", encoding, err)
 	}
 	// Decoding one id gives that token's bytes unchanged (the codec's default error mode),
-	// partial UTF-8 sequences included. They are kept in one string, the map's keys slices
-	// of it, so the table is two allocations rather than one per token.
+	// partial UTF-8 sequences included. They are kept in one string, the keys slices of it,
+	// so the table is a few allocations rather than one per token.
 	var all strings.Builder
 	var ends []int
 	for id, misses := 0, 0; misses < 1024; id++ {
@@ -63,7 +71,7 @@ func loadBPETable(encoding tokenizer.Encoding, split splitter) (*bpeTable, error
 	if len(ranks) < 256 {
 		return nil, fmt.Errorf("load tokenizer %s: %d tokens", encoding, len(ranks))
 	}
-	return &bpeTable{split: split, ranks: ranks}, nil
+	return ranks, nil
 }
 
 // count returns the number of tokens text encodes to.
@@ -83,7 +91,7 @@ func (t *bpeTable) encode(text string, token func(string)) {
 		end := t.split(text, i)
 		piece := text[i:end]
 		i = end
-		if _, ok := t.ranks[piece]; ok || len(piece) == 1 {
+		if _, ok := t.ranks.get(piece); ok || len(piece) == 1 {
 			token(piece)
 			continue
 		}
@@ -132,7 +140,7 @@ func (t *bpeTable) merge(piece string, buf *mergeBuf) []int32 {
 }
 
 func (t *bpeTable) rank(s string) uint32 {
-	if r, ok := t.ranks[s]; ok {
+	if r, ok := t.ranks.get(s); ok {
 		return r
 	}
 	return noRank

@@ -213,8 +213,30 @@ func TestVocabularyLoadedWhole(t *testing.T) {
 	// cl100k_base has 100,256 ordinary tokens, o200k_base 199,998 (tiktoken's n_vocab less
 	// the special tokens).
 	for encoding, want := range map[tokenizer.Encoding]int{tokenizer.Cl100kBase: 100256, tokenizer.O200kBase: 199998} {
-		if got := len(loadedTable(t, encoding).ranks); got != want {
+		if got := loadedTable(t, encoding).ranks.len(); got != want {
 			t.Errorf("%s: %d tokens, want %d", encoding, got, want)
+		}
+	}
+}
+
+func TestRankTableFindsEveryTokenAndNothingElse(t *testing.T) {
+	for _, encoding := range encodings {
+		vocabulary, err := loadVocabulary(encoding)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ranks := newRankTable(vocabulary)
+		for token, want := range vocabulary {
+			if got, ok := ranks.get(token); !ok || got != want {
+				t.Fatalf("%s: rank of %q = %d, %v; want %d", encoding, token, got, ok, want)
+			}
+			// The token with one byte more or less is a token only if the vocabulary says so.
+			for _, other := range []string{token + "\x00", token[:len(token)-1], "\x00" + token} {
+				want, isToken := vocabulary[other]
+				if got, ok := ranks.get(other); ok != isToken || got != want {
+					t.Fatalf("%s: rank of %q = %d, %v; want %d, %v", encoding, other, got, ok, want, isToken)
+				}
+			}
 		}
 	}
 }
