@@ -55,10 +55,11 @@ func newAPIServerProfiler(hc *http.Client, host, prefix string) *apiServerProfil
 	return &apiServerProfiler{hc: hc, host: host, prefix: prefix}
 }
 
-// around profiles the API server while phase runs; without a prefix it only runs phase.
-func (p *apiServerProfiler) around(tb testing.TB, phase func()) {
+// around profiles the API server while phase runs, if this phase is to be profiled and the
+// flag gave a prefix; otherwise it only runs phase.
+func (p *apiServerProfiler) around(tb testing.TB, profile bool, phase func()) {
 	tb.Helper()
-	if p.prefix == "" {
+	if !profile || p.prefix == "" {
 		phase()
 		return
 	}

@@ -119,12 +119,11 @@ func runShape(b *testing.B, backend string, sh shape) {
 	var round int
 	profiler := newAPIServerProfiler(apiServerHC, apiServerHost, *apiServerProfileFlag)
 	phase := func(mode string, res *loadphase.Result, n int, op func(w int) error) {
-		run := func() { profilePhase(b, mode, round, func() { res.Add(runPhase(b, n, op)) }) }
-		if mode == "api" {
-			profiled := run
-			run = func() { profiler.around(b, profiled) }
-		}
-		requests.around(b, mode, run)
+		requests.around(b, mode, func() {
+			profilePhase(b, mode, round, func() {
+				profiler.around(b, mode == "api", func() { res.Add(runPhase(b, n, op)) })
+			})
+		})
 	}
 	for round = range *roundsFlag {
 		phase("raw", &rawRes, rawWriters, raw.write)

@@ -2,6 +2,7 @@ package tokens
 
 import (
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -126,5 +127,34 @@ func BenchmarkBPEAgainstTheLibrary(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkLoadBPETable builds each encoding's tables as a process does at its first count,
+// and reports the heap they keep (the library's own vocabulary, loaded before, not counted).
+func BenchmarkLoadBPETable(b *testing.B) {
+	for _, encoding := range []tokenizer.Encoding{tokenizer.Cl100kBase, tokenizer.O200kBase} {
+		split := map[tokenizer.Encoding]splitter{tokenizer.Cl100kBase: splitCl100k, tokenizer.O200kBase: splitO200k}[encoding]
+		b.Run(string(encoding), func(b *testing.B) {
+			if _, err := tokenizer.Get(encoding); err != nil {
+				b.Fatal(err)
+			}
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			kept, err := loadBPETable(encoding, split)
+			if err != nil {
+				b.Fatal(err)
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			runtime.KeepAlive(kept)
+			for b.Loop() {
+				if _, err := loadBPETable(encoding, split); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "heap-MiB")
+		})
 	}
 }
