@@ -145,9 +145,14 @@ func decodeEntries(data []byte) ([]history.Entry, error) {
 }
 
 // verifyFooter checks the footer line that closes data against the lines before it and
-// returns those lines and the count the footer gives (the number of lines it covers).
+// returns those lines and the count the footer gives (the number of lines it covers). The
+// footer ends with a newline, as sealLines writes it: an object cut there is corrupt, and every
+// line of an accepted one, the footer's too, ends with its newline.
 func verifyFooter(data []byte) (lines []byte, n int, err error) {
-	body := bytes.TrimSuffix(data, []byte("\n"))
+	body, closed := bytes.CutSuffix(data, []byte("\n"))
+	if !closed {
+		return nil, 0, fmt.Errorf("%w: no footer", history.ErrCorrupt)
+	}
 	cut := bytes.LastIndexByte(body, '\n') + 1
 	var f line
 	if err := json.Unmarshal(body[cut:], &f); err != nil || f.End == nil {

@@ -141,6 +141,18 @@ func TestCodecFooterCountOutOfRange(t *testing.T) {
 	}
 }
 
+// A footer without its newline is how a cut object ends: corrupt, although the checksum over
+// the lines before it holds (found by FuzzDecodeEntries).
+func TestCodecFooterWithoutItsNewline(t *testing.T) {
+	good := encodeEntries([]history.Entry{{Seq: 1, ID: "a", Data: []byte(`{}`)}})
+	if _, err := decodeEntries(good); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := decodeEntries(bytes.TrimSuffix(good, []byte("\n"))); !errors.Is(err, history.ErrCorrupt) {
+		t.Fatalf("footer without its newline: %v, want ErrCorrupt", err)
+	}
+}
+
 // FuzzDecodeEntries: whatever bytes a backend returns, the decoder answers
 // entries or ErrCorrupt, never a panic. What it accepts holds one entry per
 // line under the checksum, and encodes back to bytes that decode to the
