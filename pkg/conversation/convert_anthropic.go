@@ -98,14 +98,17 @@ func anthropicContent(blocks []Block) (jsontext.Value, error) {
 func FromAnthropic(conv AnthropicConversation) (State, error) {
 	s := NewState("")
 	if len(conv.System) > 0 && conv.System.Kind() != 'n' {
-		blocks, _, err := claudeBlocks(conv.System, "")
+		blocks, _, err := claudeBlocks(validUTF8(conv.System), "")
 		if err != nil {
 			return State{}, fmt.Errorf("system: %w", err)
 		}
 		s.System = &Message{ID: "anthropic-system", Role: RoleSystem, Blocks: clearIDs(blocks)}
 	}
 	for i, am := range conv.Messages {
-		blocks, _, err := claudeBlocks(am.Content, "")
+		// As the raw values will be held (makeRawUTF8 below): whether a block is kept
+		// structured or raw is decided on the bytes the state keeps, so reading it back
+		// decides the same.
+		blocks, _, err := claudeBlocks(validUTF8(am.Content), "")
 		if err != nil {
 			return State{}, fmt.Errorf("message %d: %w", i, err)
 		}
