@@ -26,6 +26,7 @@ import (
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 	"github.com/parley-dev/parley/internal/compaction"
 	"github.com/parley-dev/parley/internal/controller"
+	"github.com/parley-dev/parley/internal/eventsink"
 	"github.com/parley-dev/parley/internal/historystore"
 	"github.com/parley-dev/parley/internal/journal"
 	"github.com/parley-dev/parley/internal/metrics"
@@ -54,6 +55,7 @@ type options struct {
 	historyAPIQPS        float64
 	historyAPIBurst      int
 	concurrency          int
+	eventsInFlight       int
 	compactions          int
 	sessionAPIAddr       string
 	sessionAPIInsecure   bool
@@ -87,6 +89,8 @@ func main() {
 	flag.IntVar(&o.historyAPIBurst, "history-api-burst", 1200, "Burst of queries to the API server for ConfigMap histories.")
 	flag.IntVar(&o.concurrency, "max-concurrent-reconciles", 16,
 		"Conversations reconciled in parallel (a reconcile waits on the API server and the history store).")
+	flag.IntVar(&o.eventsInFlight, "max-events-in-flight", eventsink.DefaultInFlight,
+		"Events sent to the API server at once (more wait their turn, so a burst of transitions does not delay status writes).")
 	flag.IntVar(&o.compactions, "max-concurrent-compactions", compaction.DefaultConcurrency,
 		"Compactions run in parallel by the leader (a Summarize compaction waits on a model for up to minutes).")
 	flag.StringVar(&o.sessionAPIAddr, "session-api-bind-address", ":8082",
@@ -187,11 +191,15 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	activity := newActivity(mgr, o)
+	eventBroadcaster, err := eventsink.Start(ctx, restCfg, mgr.GetHTTPClient(), o.eventsInFlight)
+	if err != nil {
+		return err
+	}
 	conversations := &controller.ConversationReconciler{
 		Client:                  mgr.GetClient(),
 		APIReader:               mgr.GetAPIReader(),
 		Scheme:                  mgr.GetScheme(),
-		Recorder:                mgr.GetEventRecorder("parley-conversation"),
+		Recorder:                eventBroadcaster.NewRecorder(mgr.GetScheme(), "parley-conversation"),
 		Stores:                  stores,
 		Views:                   views,
 		Compactor:               compactor,
@@ -211,7 +219,7 @@ func run(ctx context.Context, o options) error {
 	if err := (&controller.CheckpointReconciler{
 		Client:   mgr.GetClient(),
 		Scheme:   mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorder("parley-checkpoint"),
+		Recorder: eventBroadcaster.NewRecorder(mgr.GetScheme(), "parley-checkpoint"),
 		Stores:   stores,
 		Views:    views,
 	}).SetupWithManager(mgr); err != nil {

@@ -70,8 +70,15 @@ func Register(reader client.Reader) {
 	ctrlmetrics.Registry.MustRegister(Expirations, HistoriesCreated, StoreErrors, CheckpointsCreated, Snapshots,
 		SnapshotBytes, ExpiryLateness, Compactions, CompactionDuration, CompactionTokensSaved, CompactionSummarizerTokens,
 		AgentCrashes, AgentPodsStarted, AgentsFailed, CrashToStart, SessionAPIRequests, SessionAPIDuration,
-		&ConversationCollector{Reader: reader})
+		EventsWaiting, &ConversationCollector{Reader: reader})
 }
+
+// EventsWaiting is how many Events wait for their turn to be sent (internal/eventsink): a
+// backlog that stays up says Events trail the status by more than a moment.
+var EventsWaiting = prometheus.NewGauge(prometheus.GaugeOpts{
+	Name: "parley_events_waiting",
+	Help: "Kubernetes Events waiting for their turn to be sent to the API server.",
+})
 
 // HistoriesCreated counts histories created and initialised, by backend (configmap, s3).
 var HistoriesCreated = prometheus.NewCounterVec(prometheus.CounterOpts{

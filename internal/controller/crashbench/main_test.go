@@ -18,6 +18,7 @@ import (
 
 	"github.com/parley-dev/parley/internal/compaction"
 	"github.com/parley-dev/parley/internal/controller"
+	"github.com/parley-dev/parley/internal/eventsink"
 	"github.com/parley-dev/parley/internal/historystore"
 	"github.com/parley-dev/parley/internal/journal"
 	"github.com/parley-dev/parley/test/support/kubeenv"
@@ -117,9 +118,13 @@ func startManager(ctx context.Context, cfg *rest.Config) error {
 	if err := mgr.Add(compactor); err != nil {
 		return err
 	}
+	eventBroadcaster, err := eventsink.Start(ctx, cfg, mgr.GetHTTPClient(), eventsink.DefaultInFlight)
+	if err != nil {
+		return err
+	}
 	if err := (&controller.ConversationReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorder("parley-conversation"), Stores: stores, Views: views, Compactor: compactor,
+		Recorder: eventBroadcaster.NewRecorder(mgr.GetScheme(), "parley-conversation"), Stores: stores, Views: views, Compactor: compactor,
 		Clock: clock.RealClock{}, MaxConcurrentReconciles: 16,
 		AgentAPIURL: "https://parley-session-api.parley-system.svc:8082",
 		Observe:     func(req ctrl.Request) { reconciles.note(req.Name) },
@@ -127,7 +132,7 @@ func startManager(ctx context.Context, cfg *rest.Config) error {
 		return err
 	}
 	if err := (&controller.CheckpointReconciler{
-		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("parley-checkpoint"),
+		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: eventBroadcaster.NewRecorder(mgr.GetScheme(), "parley-checkpoint"),
 		Stores: stores, Views: views,
 	}).SetupWithManager(mgr); err != nil {
 		return err

@@ -30,6 +30,7 @@ import (
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 	"github.com/parley-dev/parley/internal/compaction"
 	"github.com/parley-dev/parley/internal/controller"
+	"github.com/parley-dev/parley/internal/eventsink"
 	"github.com/parley-dev/parley/internal/historystore"
 	"github.com/parley-dev/parley/internal/journal"
 	"github.com/parley-dev/parley/internal/sessionapi"
@@ -121,11 +122,14 @@ var _ = BeforeSuite(func() {
 	// As cmd/manager does: this replica runs the controller, so the Session API hands its
 	// activity to the reconcile instead of patching status itself.
 	activity := &sessionapi.Activity{Client: k8sClient, Local: mgr.Elected()}
+	// Events as cmd/manager sends them (protobuf, bounded), so the specs that read them check that path.
+	eventBroadcaster, err := eventsink.Start(ctx, cfg, mgr.GetHTTPClient(), eventsink.DefaultInFlight)
+	Expect(err).NotTo(HaveOccurred())
 	Expect((&controller.ConversationReconciler{
 		Client:                  mgr.GetClient(),
 		APIReader:               mgr.GetAPIReader(),
 		Scheme:                  mgr.GetScheme(),
-		Recorder:                mgr.GetEventRecorder("parley-conversation"),
+		Recorder:                eventBroadcaster.NewRecorder(mgr.GetScheme(), "parley-conversation"),
 		Stores:                  stores,
 		Views:                   views,
 		Compactor:               compactor,
@@ -143,7 +147,7 @@ var _ = BeforeSuite(func() {
 	Expect((&controller.CheckpointReconciler{
 		Client:   mgr.GetClient(),
 		Scheme:   mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorder("parley-checkpoint"),
+		Recorder: eventBroadcaster.NewRecorder(mgr.GetScheme(), "parley-checkpoint"),
 		Stores:   stores,
 		Views:    views,
 	}).SetupWithManager(mgr)).To(Succeed())

@@ -27,6 +27,7 @@ import (
 
 	"github.com/parley-dev/parley/internal/compaction"
 	"github.com/parley-dev/parley/internal/controller"
+	"github.com/parley-dev/parley/internal/eventsink"
 	"github.com/parley-dev/parley/internal/historystore"
 	"github.com/parley-dev/parley/internal/journal"
 	"github.com/parley-dev/parley/internal/sessionapi"
@@ -200,16 +201,20 @@ func startManager(ctx context.Context, cfg *rest.Config) error {
 	}
 	// As cmd/manager wires it: the leader's Session API hands activity to the reconciler.
 	activity := &sessionapi.Activity{Client: mgr.GetClient(), Local: mgr.Elected()}
+	eventBroadcaster, err := eventsink.Start(ctx, cfg, mgr.GetHTTPClient(), eventsink.DefaultInFlight)
+	if err != nil {
+		return err
+	}
 	if err := (&controller.ConversationReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorder("parley-conversation"), Stores: stores, Views: views, Compactor: compactor, Activity: activity,
+		Recorder: eventBroadcaster.NewRecorder(mgr.GetScheme(), "parley-conversation"), Stores: stores, Views: views, Compactor: compactor, Activity: activity,
 		Clock: clock.RealClock{}, MaxConcurrentReconciles: 16,
 		AgentAPIURL: "https://parley-session-api.parley-system.svc:8082",
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := (&controller.CheckpointReconciler{
-		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("parley-checkpoint"),
+		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: eventBroadcaster.NewRecorder(mgr.GetScheme(), "parley-checkpoint"),
 		Stores: stores, Views: views,
 	}).SetupWithManager(mgr); err != nil {
 		return err
