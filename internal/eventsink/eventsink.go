@@ -27,11 +27,11 @@ import (
 	"github.com/parley-dev/parley/internal/metrics"
 )
 
-// DefaultInFlight is how many Events are sent at once: as many as the status writes the
-// Conversation controller's workers have in flight. Two were too few: while 10,000 sessions
-// started at 250 a second on a busy two-core machine, they sent 58 a second and the rest
-// waited minutes.
-const DefaultInFlight = 16
+// DefaultInFlight is how many Events are sent at once. In the scale benchmark (docs/benchmarks.md,
+// "Events in flight") four made the expiry lateness p99 5–20 % lower than client-go's one per
+// Event in each of four alternating pairs, where 16 did not; while 10,000 sessions start at 250
+// a second on two busy cores they send ~130 a second, so Events trail status by seconds then.
+const DefaultInFlight = 4
 
 // Start builds a broadcaster on the manager's HTTP client (one connection for everything) and
 // starts sending until ctx ends; Events recorded after that are dropped. Its NewRecorder gives

@@ -580,6 +580,7 @@ func (bn *bench) reportB(ctx context.Context, a, end snapshot, tr *tracker) {
 		}
 	}
 	var fromCond, observed []time.Duration
+	perSecond := map[time.Time]time.Duration{} // the watch's largest lateness of each expiresAt second
 	var mismatched, notWhole int
 	var firstAt, lastAt time.Time
 	tr.mu.Lock()
@@ -605,6 +606,7 @@ func (bn *bench) reportB(ctx context.Context, a, end snapshot, tr *tracker) {
 		fromCond = append(fromCond, cond.LastTransitionTime.Sub(exp))
 		if seen, ok := tr.expired[c.Name]; ok {
 			observed = append(observed, seen.Sub(exp))
+			perSecond[exp] = max(perSecond[exp], seen.Sub(exp))
 		}
 	}
 	tr.mu.Unlock()
@@ -614,6 +616,7 @@ func (bn *bench) reportB(ctx context.Context, a, end snapshot, tr *tracker) {
 	b.Logf("    lateness, Expired lastTransitionTime − status.expiresAt (1 s resolution: 0 s means < 1 s late): p50 %s, p99 %s, max %s", c50, c99, cmax)
 	o50, o99, omax := percentiles(observed)
 	b.Logf("    lateness as the harness's watch saw Expired=True (includes the status patch and watch delivery): p50 %s, p99 %s, max %s", o50, o99, omax)
+	b.Logf("    the watch's largest lateness of each expiresAt second, in tenths of a second: %s", secondMaxima(perSecond))
 	bs := end.mgr.Histogram("parley_expiry_lateness_seconds")
 	count := end.mgr.Sum("parley_expiry_lateness_seconds_count")
 	sum := end.mgr.Sum("parley_expiry_lateness_seconds_sum")
@@ -644,6 +647,21 @@ func (bn *bench) reportB(ctx context.Context, a, end snapshot, tr *tracker) {
 	b.ReportMetric(c99.Seconds(), "lateness-cond-p99-s")
 	b.ReportMetric(o99.Seconds()*1000, "lateness-watch-p99-ms")
 	b.ReportMetric(h99*1000, "lateness-metric-p99-ms")
+}
+
+// secondMaxima lists the lateness of each second in order, in tenths, to tell a tail spread over
+// the minute (every burst's last few) from one in a few seconds (a stall).
+func secondMaxima(perSecond map[time.Time]time.Duration) string {
+	seconds := make([]time.Time, 0, len(perSecond))
+	for at := range perSecond {
+		seconds = append(seconds, at)
+	}
+	slices.SortFunc(seconds, func(a, b time.Time) int { return a.Compare(b) })
+	out := make([]string, len(seconds))
+	for i, at := range seconds {
+		out[i] = strconv.Itoa(int(perSecond[at] / (100 * time.Millisecond)))
+	}
+	return strings.Join(out, " ")
 }
 
 func clientCodes(before, after metricstext.Set) string {
