@@ -95,6 +95,11 @@ func anthropicContent(blocks []Block) (jsontext.Value, error) {
 
 // FromAnthropic reads a Messages API conversation. A user message holding tool results
 // becomes a RoleTool message; message ids are "anthropic-<index>".
+//
+// The wire form is read leniently; its invalid UTF-8 is replaced (as the decoder does in
+// strings) before the blocks are read, so the raw values the state keeps are valid and whether
+// a block is kept structured or raw is decided on the bytes kept: reading the state's wire form
+// back decides the same.
 func FromAnthropic(conv AnthropicConversation) (State, error) {
 	s := NewState("")
 	if len(conv.System) > 0 && conv.System.Kind() != 'n' {
@@ -105,9 +110,6 @@ func FromAnthropic(conv AnthropicConversation) (State, error) {
 		s.System = &Message{ID: "anthropic-system", Role: RoleSystem, Blocks: clearIDs(blocks)}
 	}
 	for i, am := range conv.Messages {
-		// As the raw values will be held (makeRawUTF8 below): whether a block is kept
-		// structured or raw is decided on the bytes the state keeps, so reading it back
-		// decides the same.
 		blocks, _, err := claudeBlocks(validUTF8(am.Content), "")
 		if err != nil {
 			return State{}, fmt.Errorf("message %d: %w", i, err)
@@ -130,7 +132,6 @@ func FromAnthropic(conv AnthropicConversation) (State, error) {
 		s.Messages = append(s.Messages, m)
 	}
 	NumberTurns(s.Messages)
-	makeRawUTF8(&s) // the wire form was read leniently: raw values as its strings
 	return s, nil
 }
 
