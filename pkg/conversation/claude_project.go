@@ -3,6 +3,7 @@ package conversation
 import (
 	"path"
 	"strconv"
+	"strings"
 	"unicode/utf16"
 )
 
@@ -82,6 +83,13 @@ func ClaudeProjectDir(cwd string) string {
 // ClaudeTranscriptPath is the main transcript of a session, relative to the config directory.
 func ClaudeTranscriptPath(cwd, sessionID string) string {
 	return path.Join(ClaudeProjectDir(cwd), sessionID+".jsonl")
+}
+
+// claudeFileID reports whether id can be a session or agent id in a transcript's path: one path
+// component, so that no id from a transcript or an agent's event can place a file outside the
+// project directory.
+func claudeFileID(id string) bool {
+	return id != "" && id != "." && id != ".." && !strings.ContainsAny(id, "/\\\x00")
 }
 
 // ClaudeSubagentPath is a subagent's transcript, relative to the config directory.

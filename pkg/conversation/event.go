@@ -108,6 +108,9 @@ func (e *Event) Validate() error {
 		if e.ToolUseID == "" && e.AgentID == "" {
 			return bad("toolUseId or agentId is required")
 		}
+		if e.AgentID != "" && !claudeFileID(e.AgentID) {
+			return bad("agentId names the subagent's transcript file: no path separators, not . or ..")
+		}
 	case EventSessionIdle:
 	default:
 		return fmt.Errorf("%w: unknown type %q", ErrEvent, e.Type)

@@ -352,12 +352,18 @@ func threadOf(l *claudeLine, fileAgent string) string {
 
 func (imp *claudeImporter) readLine(line []byte, l *claudeLine, fileAgent string) error {
 	if imp.state.SessionID == "" {
+		if l.SessionID != "" && !claudeFileID(l.SessionID) {
+			return fmt.Errorf("%w: session id %q cannot name a transcript file", ErrTranscript, l.SessionID)
+		}
 		imp.state.SessionID = l.SessionID
 	}
 	if imp.state.CWD == "" && fileAgent == "" {
 		imp.state.CWD = l.CWD
 	}
 	threadKey := threadOf(l, fileAgent)
+	if threadKey != "" && !claudeFileID(threadKey) {
+		return fmt.Errorf("%w: agent id %q cannot name a transcript file", ErrTranscript, threadKey)
+	}
 	if (l.Type != "user" && l.Type != "assistant") || l.UUID == "" || l.Message == nil {
 		imp.keepRaw(line, threadKey, l.UUID)
 		return nil

@@ -48,6 +48,14 @@ func ExportClaude(s *State, opts ClaudeExportOptions) ([]ExportedFile, error) {
 	if opts.SessionID == "" {
 		return nil, fmt.Errorf("conversation: export to Claude needs a session id")
 	}
+	if !claudeFileID(opts.SessionID) {
+		return nil, fmt.Errorf("conversation: session id %q cannot name a transcript file", opts.SessionID)
+	}
+	for _, id := range exportedThreads(s) {
+		if !claudeFileID(id) {
+			return nil, fmt.Errorf("conversation: subagent id %q cannot name a transcript file", id)
+		}
+	}
 	if opts.RealPath != nil && opts.CWD != "" {
 		resolved, err := opts.RealPath(opts.CWD)
 		if err != nil {
@@ -454,4 +462,21 @@ func (w *claudeWriter) newLine(m *Message, id string, content jsontext.Value) (j
 		}
 	}
 	return json.Marshal(&out, lenientJSON)
+}
+
+// exportedThreads are the subagent threads ExportClaude writes a file for: subagents with an
+// agent id, and the threads of records.
+func exportedThreads(s *State) []string {
+	var ids []string
+	for _, sub := range flattenSubagents(s.Subagents) {
+		if sub.AgentID != "" {
+			ids = append(ids, sub.AgentID)
+		}
+	}
+	for _, r := range s.Records {
+		if r.Thread != "" {
+			ids = append(ids, r.Thread)
+		}
+	}
+	return ids
 }
