@@ -60,8 +60,8 @@ help: ## Display this help.
 manifests: controller-gen ## Generate CRDs and RBAC from the API types and kubebuilder markers.
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd:generateEmbeddedObjectMeta=true paths="./api/..." paths="./internal/..." output:crd:artifacts:config=config/crd/bases
 	@# The embedded pod template without the Pod's field descriptions: client-side apply's
-	@# last-applied annotation holds at most 256 KiB (see hack/slim-crd).
-	$(GO) run ./hack/slim-crd -schema spec.agent.template config/crd/bases/parley.dev_conversations.yaml
+	@# last-applied annotation holds at most 256 KiB (see tools/slim-crd).
+	$(GO) run ./tools/slim-crd -schema spec.agent.template config/crd/bases/parley.dev_conversations.yaml
 
 .PHONY: generate
 generate: controller-gen ## Generate DeepCopy methods.
@@ -69,7 +69,7 @@ generate: controller-gen ## Generate DeepCopy methods.
 
 .PHONY: docs
 docs: ## Generate the API reference docs/api.md from the Go types.
-	$(GO) run ./hack/gen-api-docs > docs/api.md
+	$(GO) run ./tools/gen-api-docs > docs/api.md
 
 .PHONY: fmt
 fmt: ## Run go fmt.
@@ -186,7 +186,7 @@ build-installer: manifests generate kustomize ## Render dist/install.yaml (CRDs,
 	hack/build-installer.sh $(KUSTOMIZE) $(IMG) dist/install.yaml
 
 .PHONY: chart
-chart: build-installer ## Generate the Helm chart dist/chart from config/ (hack/gen-chart; templates render what dist/install.yaml holds).
+chart: build-installer ## Generate the Helm chart dist/chart from config/ (tools/gen-chart; templates render what dist/install.yaml holds).
 	hack/build-chart.sh $(KUSTOMIZE) dist/install.yaml dist/chart
 
 ##@ Local cluster

@@ -17,4 +17,4 @@ for c in prometheus grafana certmanager network-policy; do
 done
 (cd "$work/config/default" && "$kustomize" edit add component "${components[@]}")
 "$kustomize" build "$work/config/default" >"$work/extras.yaml"
-go run ./hack/gen-chart -base "$installer" -extras "$work/extras.yaml" -out "$out"
+go run ./tools/gen-chart -base "$installer" -extras "$work/extras.yaml" -out "$out"

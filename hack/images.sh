@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds Parley's images without Docker or a registry and imports them into the local cluster's
-# containerd (hack/local-cluster). Each image is one static Go binary packed by hack/mkimage into
+# containerd (hack/local-cluster). Each image is one static Go binary packed by tools/mkimage into
 # a docker-save tarball (kept in bin/images/); pods use them with imagePullPolicy: Never.
 #
 #   hack/images.sh                 # manager and test agent
@@ -27,7 +27,7 @@ build() {
   for a in "$@"; do cmdargs+=(-cmd "$a"); done
   log "building $ref from $pkg"
   CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out/$name" "$pkg"
-  go run ./hack/mkimage -o "$out/$name.tar" -name "$ref" -file "$out/$name=$dest" \
+  go run ./tools/mkimage -o "$out/$name.tar" -name "$ref" -file "$out/$name=$dest" \
     -entrypoint "$dest" -user 65532:65532 "${cmdargs[@]}"
   tarballs+=("$out/$name.tar")
   refs+=("$ref")

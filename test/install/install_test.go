@@ -213,7 +213,7 @@ func TestClientSideApply(t *testing.T) {
 		t.Logf("%s: %s is %d bytes (limit %d for all annotations)", conversationCRD, lastApplied, n, annotationLimit)
 		if n > annotationBudget {
 			t.Errorf("the Conversation CRD's last-applied annotation is %d bytes, over the budget of %d (half the apiserver's limit): "+
-				"keep large embedded schemas free of descriptions (hack/slim-crd)", n, annotationBudget)
+				"keep large embedded schemas free of descriptions (tools/slim-crd)", n, annotationBudget)
 		}
 	})
 

@@ -2,7 +2,7 @@
 // docker-save tarball format, which `ctr images import` accepts. It lets the local cluster run
 // images built on this machine without a registry or a Docker engine.
 //
-//	go run ./hack/mkimage -o out.tar -name localhost/parley-manager:dev \
+//	go run ./tools/mkimage -o out.tar -name localhost/parley-manager:dev \
 //	    -file bin/manager=/manager -entrypoint /manager -user 65532:65532
 //
 // The output is deterministic for the same inputs (fixed timestamps, sorted entries), so
@@ -119,7 +119,7 @@ func run(out, name, entrypoint, user, arch string, files, env, cmd []string) err
 			Labels: map[string]string{"org.opencontainers.image.source": "https://github.com/parley-dev/parley"},
 		},
 		RootFS:  rootFS{Type: "layers", DiffIDs: []string{"sha256:" + layerDigest}},
-		History: []history{{Created: epoch, CreatedBy: "hack/mkimage"}},
+		History: []history{{Created: epoch, CreatedBy: "tools/mkimage"}},
 	}
 	if entrypoint != "" {
 		cfg.Config.Entrypoint = []string{entrypoint}

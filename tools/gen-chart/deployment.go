@@ -107,7 +107,7 @@ func managerArgs(args []string, d *defaults) error {
 	}
 	for _, f := range []string{flagLeaderElect, flagMetricsAddr, flagSessionAddr} {
 		if !seen[f] {
-			return fmt.Errorf("config/manager no longer sets %s; update hack/gen-chart", f)
+			return fmt.Errorf("config/manager no longer sets %s; update tools/gen-chart", f)
 		}
 	}
 	return nil
@@ -222,12 +222,12 @@ func templateDeployment(tp *templater, o object, d *defaults) error {
 	c, _ := containers[0].(map[string]any)
 	for _, f := range []string{"imagePullPolicy", "volumeMounts"} {
 		if _, ok := c[f]; ok {
-			return fmt.Errorf("config/manager now sets the container's %s: teach hack/gen-chart to keep it", f)
+			return fmt.Errorf("config/manager now sets the container's %s: teach tools/gen-chart to keep it", f)
 		}
 	}
 	for _, f := range []string{"nodeSelector", "tolerations", "imagePullSecrets", "priorityClassName", "volumes"} {
 		if _, ok := pod[f]; ok {
-			return fmt.Errorf("config/manager now sets the pod's %s: teach hack/gen-chart to keep it", f)
+			return fmt.Errorf("config/manager now sets the pod's %s: teach tools/gen-chart to keep it", f)
 		}
 	}
 

@@ -6,7 +6,7 @@
 // crds/ unchanged. `make chart` runs it and `make verify` fails when the committed chart differs,
 // so the chart cannot drift from config/.
 //
-//	go run ./hack/gen-chart -base dist/install.yaml -extras EXTRAS.yaml -out dist/chart
+//	go run ./tools/gen-chart -base dist/install.yaml -extras EXTRAS.yaml -out dist/chart
 package main
 
 import (

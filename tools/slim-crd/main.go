@@ -4,7 +4,7 @@
 // documentation copied in, the CRD is too large for client-side `kubectl apply`, which stores the
 // object as JSON in an annotation limited to 256 KiB.
 //
-//	go run ./hack/slim-crd -schema spec.agent.template config/crd/bases/parley.dev_conversations.yaml
+//	go run ./tools/slim-crd -schema spec.agent.template config/crd/bases/parley.dev_conversations.yaml
 //
 // controller-gen's own crd:maxDescLen=0 cannot do this: it applies to every field of every CRD,
 // so Parley's own fields would lose their documentation too.
