@@ -143,7 +143,7 @@ bench-history: envtest s3-server ## Run only the pkg/history benchmarks (see doc
 APPENDS_PHASE ?= 3s
 APPENDS_ROUNDS ?= 3
 .PHONY: bench-appends
-bench-appends: envtest s3-server ## Appends/s of 1 KiB messages through the store and through the Session API, beside raw conditional writes in the same run (issue 11; APPENDS_PHASE, APPENDS_ROUNDS; see docs/benchmarks.md).
+bench-appends: envtest s3-server ## Appends/s of 1 KiB messages through the store and through the Session API, beside raw conditional writes in the same run (APPENDS_PHASE, APPENDS_ROUNDS; see docs/benchmarks.md).
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" PARLEY_VERSITYGW="$(VERSITYGW)" \
 		$(GO) test ./pkg/history/bench -run '^$$' -bench Conversations -benchtime 1x -timeout 30m -v \
 		-args -phase $(APPENDS_PHASE) -rounds $(APPENDS_ROUNDS)
