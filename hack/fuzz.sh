@@ -7,7 +7,7 @@ fuzztime=${1:-10s}
 # runs out (a race between its context and the workers' child context; go.dev/issue/75804,
 # fixed in Go 1.27; CI hit it twice in a row on FuzzFromAnthropic in one run and on
 # FuzzParseDataKey in another). Fuzzing runs on the
-# approved 1.27 toolchain, which the go command takes from the module proxy (76 MB, once per
+# approved 1.27 toolchain, which the go command takes from the module proxy (once per
 # machine); the build and tests stay on the machine's Go. FUZZ_GOTOOLCHAIN=local opts out.
 export GOTOOLCHAIN=${FUZZ_GOTOOLCHAIN:-go1.27.3}
 cd "$(dirname "$0")/.."

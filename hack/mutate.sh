@@ -15,10 +15,10 @@ declare -A bar=([pkg/history/internal/engine]=85 [internal/lifecycle]=85)
 dirs=("$@")
 [ ${#dirs[@]} -gt 0 ] || dirs=(pkg/history/internal/engine internal/lifecycle pkg/conversation)
 # gremlins times each mutant out at its coverage run's duration times the coefficient. A cached
-# coverage run (about 1 s) made that too short for a mutant, which recompiles the package and
-# its test dependents; one that compiled made it ten minutes and more per hanging mutant. So the
-# instrumented build is warmed first and the coverage run always executes (-count=1): its time
-# is a real link and test run, and a mutant takes 1 to 3 times as long on a loaded machine.
+# coverage run made that too short for a mutant, which recompiles the package and its test
+# dependents; one that compiled made it far too long per hanging mutant. So the instrumented
+# build is warmed first and the coverage run always executes (-count=1): its time is a real
+# link and test run, which a mutant's build and test run take a small multiple of.
 export GOFLAGS="${GOFLAGS:+$GOFLAGS }-count=1"
 coefficient=${MUTATE_TIMEOUT_COEFFICIENT:-10}
 machine() { echo "$1 $(date -u +%FT%TZ) nproc $(nproc) load average $(cut -d' ' -f1-3 /proc/loadavg)"; }

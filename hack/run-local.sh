@@ -201,7 +201,7 @@ elif [ "$manager_mode" = in-cluster ]; then
   echo "PARLEY_MANAGER=in-cluster: agent pods cannot reach the Session API Service on this cluster (no kube-proxy);"
   echo "the agent sample's appends fail, it is restarted and ends Failed. Run without PARLEY_MANAGER for the story."
 else
-  # About 15 s: two pods, the 5 s backoff between them, twelve appends.
+  # Two pods, the 5 s backoff between them, twelve appends: well under the 180 s allowed.
   t=$SECONDS
   if ! wait_until 180 agent_story_ended; then
     kubectl describe conversations.parley.dev "$AGENT_CONV" >&2 || true

@@ -1,11 +1,11 @@
 // Package eventsink sends the controllers' Kubernetes Events (events.k8s.io/v1).
 //
 // It differs from controller-runtime's recorder in two ways, both about the API server's CPU
-// when many sessions change at once (docs/benchmarks.md, the scale benchmark's expiry phase):
+// when many sessions change at once (the scale benchmark's expiry phase, docs/benchmarks.md):
 //
 //   - Events go as protobuf, as the core controllers send them: an Event is a built-in type,
 //     and protobuf is the API server's cheaper encoding to decode. (The benchmark measured both
-//     changes together: an Event create went from 13–15 ms at the server to 5–6 ms.)
+//     changes together, so it does not tell what protobuf saves alone.)
 //   - A bounded number of Events is in flight. client-go's broadcaster sends each Event from a
 //     goroutine of its own, so a burst of transitions (167 sessions whose ttl ends in the same
 //     second) becomes as many concurrent creates, competing with the status writes that carry
@@ -28,10 +28,10 @@ import (
 	"github.com/parley-dev/parley/internal/metrics"
 )
 
-// DefaultInFlight is how many Events are sent at once. In the scale benchmark (docs/benchmarks.md,
-// "Events in flight") four made the expiry lateness p99 5–20 % lower than client-go's one per
-// Event in each of four alternating pairs, where 16 did not; while 10,000 sessions start at 250
-// a second on two busy cores they send ~130 a second, so Events trail status by seconds then.
+// DefaultInFlight is how many Events are sent at once: the value that lowered the scale
+// benchmark's expiry lateness against client-go's one goroutine per Event, where a larger bound
+// did not and a smaller one sent too few (docs/benchmarks.md). The price is that in a burst of
+// new sessions the Events trail their status by seconds.
 const DefaultInFlight = 4
 
 // Start builds a broadcaster on the manager's HTTP client (one connection for everything) and

@@ -43,7 +43,7 @@ leaderElection:
 watchNamespaces: []
 
 # Client-side rate limits toward the apiserver; empty keeps the manager's defaults
-# (--kube-api-qps 100, --kube-api-burst 200, --history-api-qps 200, --history-api-burst 400).
+# (--kube-api-qps 500, --kube-api-burst 1000, --history-api-qps 600, --history-api-burst 1200).
 kubeAPI:
   qps:
   burst:

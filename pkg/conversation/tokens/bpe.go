@@ -13,8 +13,8 @@ import (
 //
 // The vocabularies come from github.com/tiktoken-go/tokenizer (compiled into the binary); the
 // counting is this package's own: the library splits text with a backtracking regexp engine
-// that allocates per piece, which made counting cost ~0.1 ms per KiB of prose and more for long
-// words, in the Session API's append path. Counting here allocates nothing and gives the
+// that allocates per piece, which made counting a visible cost of the Session API's append
+// path, and more so for long words (docs/benchmarks.md). Counting here allocates nothing and gives the
 // library's tokens (TestBPEMatchesTheReference) except where its generated matchers stray from
 // tiktoken's patterns: it drops U+007F (DEL), and it ends a run of spaces at its first line
 // break rather than its last. Here, as in tiktoken, neither happens.

@@ -5,16 +5,17 @@
 //   - cl100k_base and o200k_base: exact byte-pair encodings of OpenAI models. The
 //     vocabularies come from github.com/tiktoken-go/tokenizer, compiled into the binary (no
 //     download at run time); the pre-tokenizer and the merges are this package's own
-//     (split.go, bpe.go, ranks.go), 2-8 times faster than the library's and allocation-free,
+//     (split.go, bpe.go, ranks.go), faster than the library's and allocation-free
+//     (docs/benchmarks.md),
 //     with the same tokens except where the library's compiled patterns stray from
 //     tiktoken's (see bpe_test.go);
 //   - approximate: one token per four bytes of UTF-8, rounded up. It costs nothing (the length
 //     of a string) and is good enough to decide when to compact, with a margin. Against
-//     cl100k_base on this package's samples (TestApproximateErrorAgainstCl100k): English prose
-//     +17 %, Go source −3 %, a Claude Agent SDK transcript (JSON) −30 %; the test fails past
-//     ±35 %. It under-counts JSON-heavy tool traffic, so leave compactAtPercent lower with it.
+//     cl100k_base on this package's samples (TestApproximateErrorAgainstCl100k) it over-counts
+//     English prose and under-counts a Claude Agent SDK transcript (JSON) most; the test fails
+//     past ±35 %. It under-counts JSON-heavy tool traffic, so leave compactAtPercent lower with it.
 //
-// Tokenizing costs about 0.05 µs per token of CPU (BenchmarkCountText), so counts are cached:
+// Tokenizing costs CPU in proportion to the text (BenchmarkCountText), so counts are cached:
 // per message version by MessageCounter, and per short text (up to 64 bytes: tool names, ids,
 // placeholders) inside the exact counters.
 //

@@ -5,8 +5,8 @@ package tokens
 // Almost every lookup the merges make is of a short string (a pair of short tokens), and in a
 // Go map of 100,000 strings each one hashes the string, probes a control group, then follows
 // the key's pointer to compare bytes: two or three cache misses once the table is cold, which
-// it is whenever other work shares the cores (the profile of the Session API benchmark showed
-// the lookups at 90 % of counting). Tokens of up to seven bytes therefore live in an
+// it is whenever other work shares the cores (in the Session API benchmark's profile the lookups
+// were most of counting's CPU; docs/benchmarks.md). Tokens of up to seven bytes therefore live in an
 // open-addressing table keyed by the bytes themselves, packed into a uint64 with their length:
 // one multiplication to hash, one cache line per probe, nothing to follow. Longer tokens stay
 // in a map.

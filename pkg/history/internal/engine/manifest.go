@@ -55,7 +55,7 @@ type epochRef struct {
 	Bytes   int64  `json:"bytes"`
 }
 
-// Index formats. Format 1 (until issue 11) is one JSON object and keeps every entry in tail
+// Index formats. Format 1 (written by earlier versions) is one JSON object and keeps every entry in tail
 // objects or segments. Format 2 is JSON lines: the same object as a header line, the open
 // tail's entries as segment lines, and a footer whose checksum covers both:
 //
