@@ -30,6 +30,7 @@ import (
 	"github.com/parley-dev/parley/internal/historystore"
 	"github.com/parley-dev/parley/internal/journal"
 	"github.com/parley-dev/parley/internal/metrics"
+	"github.com/parley-dev/parley/internal/session"
 	"github.com/parley-dev/parley/internal/sessionapi"
 	"github.com/parley-dev/parley/internal/version"
 )
@@ -175,12 +176,13 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	views := &journal.Views{}
+	activity := newActivity(mgr, o)
+	sessions := &session.Sessions{Stores: stores, Views: &journal.Views{}, Activity: activity}
 	if err := controller.SetupIndexes(ctx, mgr); err != nil {
 		return err
 	}
 	compactor := &compaction.Runner{
-		Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Stores: stores, Views: views,
+		Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Sessions: sessions,
 		Clock: clock.RealClock{}, Concurrency: o.compactions,
 	}
 	if err := mgr.Add(compactor); err != nil {
@@ -190,7 +192,6 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	activity := newActivity(mgr, o)
 	eventBroadcaster, err := eventsink.Start(ctx, restCfg, mgr.GetHTTPClient(), o.eventsInFlight)
 	if err != nil {
 		return err
@@ -200,8 +201,7 @@ func run(ctx context.Context, o options) error {
 		APIReader:               mgr.GetAPIReader(),
 		Scheme:                  mgr.GetScheme(),
 		Recorder:                eventBroadcaster.NewRecorder(mgr.GetScheme(), "parley-conversation"),
-		Stores:                  stores,
-		Views:                   views,
+		Sessions:                sessions,
 		Compactor:               compactor,
 		Clock:                   clock.RealClock{},
 		MaxConcurrentReconciles: o.concurrency,
@@ -220,13 +220,12 @@ func run(ctx context.Context, o options) error {
 		Client:   mgr.GetClient(),
 		Scheme:   mgr.GetScheme(),
 		Recorder: eventBroadcaster.NewRecorder(mgr.GetScheme(), "parley-checkpoint"),
-		Stores:   stores,
-		Views:    views,
+		Sessions: sessions,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Checkpoint controller: %w", err)
 	}
 
-	if err := addSessionAPI(mgr, stores, views, o, sessionTLS, activity); err != nil {
+	if err := addSessionAPI(mgr, sessions, o, sessionTLS); err != nil {
 		return err
 	}
 
@@ -301,15 +300,14 @@ func sessionAPITLS(ctx context.Context, restCfg *rest.Config, o options) (sessio
 
 // addSessionAPI serves the Session API on every replica, with the TLS sessionAPITLS set up (nil:
 // plain HTTP, --session-api-insecure).
-func addSessionAPI(mgr ctrl.Manager, stores *historystore.Stores, views *journal.Views, o options, tlsSetup sessionapi.TLSSetup,
-	activity *sessionapi.Activity,
-) error {
+func addSessionAPI(mgr ctrl.Manager, sessions *session.Sessions, o options, tlsSetup sessionapi.TLSSetup) error {
+	activity := sessions.Activity
 	if activity == nil {
 		return nil
 	}
 	api := &sessionapi.Server{
-		Addr: o.sessionAPIAddr, Reader: mgr.GetClient(), Writer: mgr.GetClient(), Stores: stores, Views: views,
-		Auth: &sessionapi.Authorizer{Client: mgr.GetClient()}, Activity: activity, TLS: tlsSetup,
+		Addr: o.sessionAPIAddr, Reader: mgr.GetClient(), Writer: mgr.GetClient(), Sessions: sessions,
+		Auth: &sessionapi.Authorizer{Client: mgr.GetClient()}, TLS: tlsSetup,
 	}
 	if o.sessionAPIInsecure {
 		ctrl.Log.WithName("setup").Info("WARNING: the Session API serves plain HTTP (--session-api-insecure)")
@@ -323,11 +321,11 @@ func addSessionAPI(mgr ctrl.Manager, stores *historystore.Stores, views *journal
 // newActivity is the Session API's batched activity, nil when the Session API is off. Once
 // this replica holds the leader lease (at once without election) it hands activity to the
 // Conversation controller instead of patching status itself.
-func newActivity(mgr ctrl.Manager, o options) *sessionapi.Activity {
+func newActivity(mgr ctrl.Manager, o options) *session.Activity {
 	if o.sessionAPIAddr == "0" || o.sessionAPIAddr == "" {
 		return nil
 	}
-	return &sessionapi.Activity{Client: mgr.GetClient(), Local: mgr.Elected()}
+	return &session.Activity{Client: mgr.GetClient(), Local: mgr.Elected()}
 }
 
 // splitNamespaces parses the --watch-namespaces flag.

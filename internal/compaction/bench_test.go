@@ -19,6 +19,7 @@ import (
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 	"github.com/parley-dev/parley/internal/historystore"
 	"github.com/parley-dev/parley/internal/journal"
+	"github.com/parley-dev/parley/internal/session"
 	"github.com/parley-dev/parley/pkg/conversation"
 	"github.com/parley-dev/parley/pkg/history"
 	"github.com/parley-dev/parley/pkg/history/s3"
@@ -74,7 +75,7 @@ func BenchmarkRunSlidingWindowS3(b *testing.B) {
 					b.Fatalf("result %s: %s", out.Result, out.Message)
 				}
 				start := time.Now()
-				if err := fx.runner.Views.With(ctx, fx.key, fx.conv.Status.SessionID, fx.req.Tokenizer, fx.h, func(v *journal.View) error {
+				if err := fx.live.With(ctx, func(v *journal.View) error {
 					if v.Epoch != fx.req.Epoch+1 {
 						return fmt.Errorf("view at epoch %d", v.Epoch)
 					}
@@ -94,9 +95,7 @@ func BenchmarkRunSlidingWindowS3(b *testing.B) {
 
 type benchFixture struct {
 	runner *Runner
-	conv   *parleyv1alpha1.Conversation
-	h      history.History
-	key    string
+	live   *session.Live
 	req    Request
 }
 
@@ -142,14 +141,14 @@ func newBenchFixture(ctx context.Context, b *testing.B, scheme *runtime.Scheme, 
 	if _, err := journal.AppendAll(ctx, h, append(records, marker)); err != nil {
 		b.Fatal(err)
 	}
-	key, err := historystore.Key(conv)
+	sessions := &session.Sessions{Stores: stores}
+	live, err := sessions.Open(ctx, conv, false)
 	if err != nil {
 		b.Fatal(err)
 	}
-	views := &journal.Views{}
 	var epoch, seq uint64
 	var tokens int
-	if err := views.With(ctx, key, conv.Status.SessionID, string(parleyv1alpha1.TokenizerCL100K), h, func(v *journal.View) error {
+	if err := live.With(ctx, func(v *journal.View) error {
 		epoch, seq, tokens = v.Epoch, v.Sequence, v.Tokens()
 		return nil
 	}); err != nil {
@@ -159,11 +158,11 @@ func newBenchFixture(ctx context.Context, b *testing.B, scheme *runtime.Scheme, 
 		b.Fatalf("%d tokens do not reach 80 %% of %d", tokens, window)
 	}
 	return &benchFixture{
-		runner: &Runner{Client: c, Secrets: c, Stores: stores, Views: views, Clock: clock.RealClock{}},
-		conv:   conv, h: h, key: key,
+		runner: &Runner{Client: c, Secrets: c, Sessions: sessions, Clock: clock.RealClock{}},
+		live:   live,
 		req: Request{
 			Conversation: client.ObjectKeyFromObject(conv), Epoch: epoch, Sequence: seq,
-			Checkpoint: conv.Name + "-compact-e1", CheckpointSequence: int64(seq), Tokenizer: string(parleyv1alpha1.TokenizerCL100K),
+			Checkpoint: conv.Name + "-compact-e1", CheckpointSequence: int64(seq),
 		},
 	}
 }

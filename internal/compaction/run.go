@@ -13,13 +13,11 @@ import (
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 	"github.com/parley-dev/parley/internal/historystore"
 	"github.com/parley-dev/parley/internal/journal"
+	"github.com/parley-dev/parley/internal/session"
 	"github.com/parley-dev/parley/pkg/conversation"
 	"github.com/parley-dev/parley/pkg/conversation/compact"
 	"github.com/parley-dev/parley/pkg/history"
 )
-
-// conflictAttempts bounds the reads and rewrites of one job when the history moves under it.
-const conflictAttempts = 3
 
 // SecretKeyAPIKey is the key of the summarizer Secret that holds the API key.
 const SecretKeyAPIKey = "apiKey"
@@ -49,9 +47,9 @@ func Strategy(s parleyv1alpha1.CompactionStrategy) compact.Strategy {
 	}
 }
 
-// run does one job: read the epoch from the cached view, compact it, write the new epoch.
-// Each step can be repeated after a restart: a request for an epoch the history has left is
-// done, and the new epoch is written by one compare-and-swap.
+// run does one job: read the epoch from the cached view, compact it, write the new epoch, by
+// session.Live.Rewrite. Each step can be repeated after a restart: a request for an epoch the
+// history has left is done, and the new epoch is written by one compare-and-swap.
 func (r *Runner) run(ctx context.Context, req Request) (out Outcome) {
 	conv := &parleyv1alpha1.Conversation{}
 	defer func() { out.Strategy = string(Strategy(conv.Spec.Context.Strategy)) }()
@@ -64,13 +62,9 @@ func (r *Runner) run(ctx context.Context, req Request) (out Outcome) {
 	if !conv.DeletionTimestamp.IsZero() || conv.Status.SessionID == "" {
 		return Outcome{Request: req, Result: ResultSuperseded}
 	}
-	h, err := r.Stores.Open(ctx, conv, false)
+	live, err := r.Sessions.Open(ctx, conv, false)
 	if err != nil {
 		return failed(req, parleyv1alpha1.ReasonCompactionFailed, fmt.Errorf("opening the history: %s", historystore.Message(err)))
-	}
-	key, err := historystore.Key(conv)
-	if err != nil {
-		return failed(req, parleyv1alpha1.ReasonCompactionFailed, err)
 	}
 	var summarizer compact.Summarizer
 	if Strategy(conv.Spec.Context.Strategy) == compact.StrategySummarize {
@@ -78,30 +72,36 @@ func (r *Runner) run(ctx context.Context, req Request) (out Outcome) {
 			return failed(req, parleyv1alpha1.ReasonCompactionFailed, err)
 		}
 	}
-	for range conflictAttempts {
-		out, err := r.attempt(ctx, req, conv, key, h, summarizer)
-		if errors.Is(err, history.ErrConflict) {
-			continue // the epoch moved or grew under the write: read it again
-		}
-		return out
+	// plan leaves out here what it decided when it writes no epoch (a failure included); it
+	// is planned again from scratch when another rewrite moves the epoch under it.
+	var record *journal.Compaction
+	_, err = live.Rewrite(ctx, func(ctx context.Context, snap *journal.Snapshot) (*session.Epoch, error) {
+		var epoch *session.Epoch
+		out, record, epoch = r.plan(ctx, req, conv, snap, summarizer)
+		return epoch, nil
+	})
+	var werr *session.WriteError
+	switch {
+	case errors.Is(err, session.ErrKeptMoving):
+		return failed(req, parleyv1alpha1.ReasonCompactionFailed, fmt.Errorf("the history kept moving during %d attempts", session.RewriteAttempts))
+	case errors.As(err, &werr):
+		return failed(req, parleyv1alpha1.ReasonCompactionFailed, fmt.Errorf("writing epoch %d: %s", werr.Epoch, historystore.Message(werr.Err)))
+	case err != nil:
+		return failed(req, parleyv1alpha1.ReasonCompactionFailed, fmt.Errorf("reading the history: %s", historystore.Message(err)))
+	case record != nil:
+		return Outcome{Request: req, Result: ResultCompacted, Record: record}
 	}
-	return failed(req, parleyv1alpha1.ReasonCompactionFailed, fmt.Errorf("the history kept moving during %d attempts", conflictAttempts))
+	return out
 }
 
-// attempt reads, compacts and writes once; an ErrConflict asks run to read again.
-func (r *Runner) attempt(ctx context.Context, req Request, conv *parleyv1alpha1.Conversation, key string, h history.History, summarizer compact.Summarizer) (Outcome, error) {
-	var snap *journal.Snapshot
-	err := r.Views.With(ctx, key, conv.Status.SessionID, req.Tokenizer, h, func(v *journal.View) error {
-		if v.Epoch == req.Epoch {
-			snap = v.Snapshot()
-		}
-		return nil
-	})
-	if err != nil {
-		return failed(req, parleyv1alpha1.ReasonCompactionFailed, fmt.Errorf("reading the history: %s", historystore.Message(err))), nil
-	}
-	if snap == nil {
-		return Outcome{Request: req, Result: ResultSuperseded}, nil
+// plan compacts one snapshot of the view: the new epoch and the record that opens it, or the
+// outcome of a job that writes nothing (superseded, nothing to compact, a stale Checkpoint, a
+// failure).
+func (r *Runner) plan(ctx context.Context, req Request, conv *parleyv1alpha1.Conversation, snap *journal.Snapshot,
+	summarizer compact.Summarizer,
+) (Outcome, *journal.Compaction, *session.Epoch) {
+	if snap.Epoch != req.Epoch {
+		return Outcome{Request: req, Result: ResultSuperseded}, nil, nil
 	}
 	spec := conv.Spec.Context
 	maxTokens := 0
@@ -110,7 +110,7 @@ func (r *Runner) attempt(ctx context.Context, req Request, conv *parleyv1alpha1.
 	}
 	pct := int(spec.CompactAtPercent)
 	if !req.Force && !compact.Due(snap.Tokens, maxTokens, pct) {
-		return Outcome{Request: req, Result: ResultNothingToCompact}, nil
+		return Outcome{Request: req, Result: ResultNothingToCompact}, nil, nil
 	}
 	keep := int(spec.KeepRecentMessages)
 	if keep <= 0 {
@@ -122,7 +122,7 @@ func (r *Runner) attempt(ctx context.Context, req Request, conv *parleyv1alpha1.
 		uncovered++
 	}
 	if uncovered > keep {
-		return Outcome{Request: req, Result: ResultStaleCheckpoint}, nil
+		return Outcome{Request: req, Result: ResultStaleCheckpoint}, nil, nil
 	}
 	strategy := Strategy(spec.Strategy)
 	policy := compact.Policy{
@@ -138,10 +138,10 @@ func (r *Runner) attempt(ctx context.Context, req Request, conv *parleyv1alpha1.
 		if strategy == compact.StrategySummarize && !errors.Is(err, compact.ErrInvalidPolicy) {
 			reason = parleyv1alpha1.ReasonSummarizerUnavailable
 		}
-		return failed(req, reason, err), nil
+		return failed(req, reason, err), nil, nil
 	}
 	if rec.MessagesFolded == 0 {
-		return Outcome{Request: req, Result: ResultNothingToCompact}, nil
+		return Outcome{Request: req, Result: ResultNothingToCompact}, nil, nil
 	}
 	record := &journal.Compaction{
 		Time: r.Clock.Now().UTC(), Strategy: string(rec.Strategy), TokensBefore: rec.TokensBefore, TokensAfter: rec.TokensAfter,
@@ -150,24 +150,15 @@ func (r *Runner) attempt(ctx context.Context, req Request, conv *parleyv1alpha1.
 	}
 	records, err := epochRecords(record, result, snap.Epoch+1)
 	if err != nil {
-		return failed(req, parleyv1alpha1.ReasonCompactionFailed, err), nil
+		return failed(req, parleyv1alpha1.ReasonCompactionFailed, err), nil, nil
 	}
-	head, err := h.NewEpoch(ctx, history.EpochRequest{Epoch: snap.Epoch, Through: snap.Sequence, Records: records})
-	if err != nil {
-		if errors.Is(err, history.ErrConflict) {
-			return Outcome{}, err
-		}
-		return failed(req, parleyv1alpha1.ReasonCompactionFailed, fmt.Errorf("writing epoch %d: %s", snap.Epoch+1, historystore.Message(err))), nil
-	}
-	// The view of the new epoch from the counts already made: the reconcile that records the
-	// compaction reads only the entries carried after Through. Best effort: a view that cannot
-	// be seeded is rebuilt from the store by the next read.
+	// The counts already made seed the view of the new epoch: the reconcile that records the
+	// compaction reads only the entries carried after Through.
 	counts := make(map[string]int, len(result.Messages))
 	for i := range result.Messages {
 		counts[result.Messages[i].ID] = snap.Counter.CountMessage(&result.Messages[i])
 	}
-	_ = r.Views.Seed(key, conv.Status.SessionID, req.Tokenizer, head.Epoch, records, counts)
-	return Outcome{Request: req, Result: ResultCompacted, Record: record}, nil
+	return Outcome{}, record, &session.Epoch{Records: records, Counts: counts}
 }
 
 // epochRecords is what opens the new epoch: the compaction record, the compacted state, and

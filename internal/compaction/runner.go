@@ -22,8 +22,8 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/parley-dev/parley/internal/historystore"
 	"github.com/parley-dev/parley/internal/journal"
+	"github.com/parley-dev/parley/internal/session"
 )
 
 // Defaults of the Runner's knobs.
@@ -47,8 +47,6 @@ type Request struct {
 	// message the compaction removes or edits.
 	Checkpoint         string
 	CheckpointSequence int64
-	// Tokenizer names the counter of the Conversation's view (tokens.Names).
-	Tokenizer string
 	// Force compacts even below the threshold (parley.dev/compact-requested-at).
 	Force bool
 }
@@ -95,9 +93,9 @@ type Runner struct {
 	// (the API reader: no cluster-wide Secret cache).
 	Client  client.Reader
 	Secrets client.Reader
-	Stores  *historystore.Stores
-	Views   *journal.Views
-	Clock   clock.PassiveClock
+	// Sessions opens the conversations' histories and their shared views.
+	Sessions *session.Sessions
+	Clock    clock.PassiveClock
 	// Concurrency bounds the jobs running at once (DefaultConcurrency when zero).
 	Concurrency int
 	// InitialBackoff and MaxBackoff bound the retry delays of a failing compaction.

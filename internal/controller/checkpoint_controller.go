@@ -23,6 +23,7 @@ import (
 	"github.com/parley-dev/parley/internal/historystore"
 	"github.com/parley-dev/parley/internal/journal"
 	"github.com/parley-dev/parley/internal/metrics"
+	"github.com/parley-dev/parley/internal/session"
 	"github.com/parley-dev/parley/pkg/conversation"
 	"github.com/parley-dev/parley/pkg/history"
 )
@@ -44,8 +45,8 @@ type CheckpointReconciler struct {
 	client.Client
 	Scheme   *runtime.Scheme
 	Recorder events.EventRecorder
-	Stores   *historystore.Stores
-	Views    *journal.Views
+	// Sessions opens the conversations' histories and their shared views.
+	Sessions *session.Sessions
 }
 
 // +kubebuilder:rbac:groups=parley.dev,resources=checkpoints,verbs=get;list;watch;update;patch;delete
@@ -178,16 +179,13 @@ type writtenSnapshot struct {
 // creation time) and reads it back through the digest check before reporting it.
 func (r *CheckpointReconciler) writeSnapshot(ctx context.Context, ckpt *parleyv1alpha1.Checkpoint, conv *parleyv1alpha1.Conversation) (writtenSnapshot, error) {
 	var out writtenSnapshot
-	h, err := r.Stores.Open(ctx, conv, false)
+	live, err := r.Sessions.Open(ctx, conv, false)
 	if err != nil {
 		return out, err
 	}
-	key, err := historystore.Key(conv)
-	if err != nil {
-		return out, err
-	}
+	h := live.History()
 	var data []byte
-	err = r.Views.With(ctx, key, conv.Status.SessionID, string(tokenizerOf(conv)), h, func(v *journal.View) error {
+	err = live.With(ctx, func(v *journal.View) error {
 		turn := 0
 		if ckpt.Spec.Turn != nil {
 			turn = int(min(*ckpt.Spec.Turn, math.MaxInt32))
@@ -291,14 +289,14 @@ func (r *CheckpointReconciler) digestShared(ctx context.Context, ckpt *parleyv1a
 
 // deleteSnapshot removes one stored checkpoint, keeping every epoch and other checkpoint.
 func (r *CheckpointReconciler) deleteSnapshot(ctx context.Context, conv *parleyv1alpha1.Conversation, digest history.Digest) error {
-	h, err := r.Stores.Open(ctx, conv, false)
+	live, err := r.Sessions.Open(ctx, conv, false)
 	if errors.Is(err, history.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	return h.Retain(ctx, history.Retention{
+	return live.History().Retain(ctx, history.Retention{
 		KeepEpochs:     math.MaxInt32,
 		KeepCheckpoint: func(d history.Digest) bool { return d != digest },
 	})
@@ -327,9 +325,6 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 
 // SetupWithManager sets up the controller with the Manager. Call SetupIndexes first.
 func (r *CheckpointReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Views == nil {
-		r.Views = &journal.Views{}
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&parleyv1alpha1.Checkpoint{}).
 		Watches(&parleyv1alpha1.Conversation{}, handler.EnqueueRequestsFromMapFunc(r.checkpointsOf)).

@@ -7,7 +7,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
-	"github.com/parley-dev/parley/pkg/history"
 )
 
 func TestApplyActivityMovesLastActivityForwardOnly(t *testing.T) {
@@ -35,30 +34,5 @@ func TestApplyActivityMovesLastActivityForwardOnly(t *testing.T) {
 				t.Errorf("lastActivityTime = %v, want %v", got, tc.want)
 			}
 		})
-	}
-}
-
-// TestViewHeadToTrust: the view stands in for a read of the store only for activity this
-// replica handed over with the head its writes left, and only when nothing else wrote the
-// Conversation since this controller's last reconcile (another replica's activity patch would
-// have: its appends are not in the view).
-func TestViewHeadToTrust(t *testing.T) {
-	head := &history.Head{Epoch: 1, Sequence: 9}
-	for _, tc := range []struct {
-		name      string
-		took      bool
-		head      *history.Head
-		unchanged bool
-		trust     bool
-	}{
-		{"own appends, nothing else since", true, head, true, true},
-		{"another writer patched the object", true, head, false, false},
-		{"a write that told no head", true, nil, true, false},
-		{"no activity handed over", false, head, true, false},
-	} {
-		got := viewHeadToTrust(tc.took, tc.head, tc.unchanged)
-		if (got != nil) != tc.trust {
-			t.Errorf("%s: %v, want trust %v", tc.name, got, tc.trust)
-		}
 	}
 }

@@ -16,7 +16,6 @@ import (
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 	"github.com/parley-dev/parley/internal/agentpod"
 	"github.com/parley-dev/parley/internal/bundle"
-	"github.com/parley-dev/parley/internal/historystore"
 	"github.com/parley-dev/parley/internal/journal"
 )
 
@@ -171,15 +170,11 @@ func (r *ConversationReconciler) completeTurns(ctx context.Context, s *conversat
 func (r *ConversationReconciler) withView(ctx context.Context, s *conversationScope, fn func(*journal.View) error) error {
 	conv := s.conv.DeepCopy()
 	conv.Status = s.status
-	h, err := r.Stores.Open(ctx, conv, false)
+	live, err := r.Sessions.Open(ctx, conv, false)
 	if err != nil {
 		return err
 	}
-	key, err := historystore.Key(conv)
-	if err != nil {
-		return err
-	}
-	return r.Views.With(ctx, key, conv.Status.SessionID, string(tokenizerOf(conv)), h, fn)
+	return live.With(ctx, fn)
 }
 
 // stopAgentPod marks the current pod as Parley's to delete, then deletes it.

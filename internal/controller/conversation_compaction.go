@@ -14,7 +14,6 @@ import (
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 	"github.com/parley-dev/parley/internal/compaction"
-	"github.com/parley-dev/parley/internal/historystore"
 	"github.com/parley-dev/parley/internal/journal"
 	"github.com/parley-dev/parley/pkg/conversation/compact"
 )
@@ -100,12 +99,12 @@ func (r *ConversationReconciler) reconcileCompaction(ctx context.Context, s *con
 		return
 	}
 	conv := s.withStatus()
-	key, err := historystore.Key(conv)
+	live, err := r.Sessions.Of(conv)
 	if err != nil {
 		return
 	}
 	var done *journal.Compaction
-	r.Views.Peek(key, func(v *journal.View) {
+	live.Peek(func(v *journal.View) {
 		if v.Epoch == s.summary.epoch && v.LastCompaction != nil {
 			c := *v.LastCompaction
 			done = &c
@@ -151,7 +150,7 @@ func (r *ConversationReconciler) reconcileCompaction(ctx context.Context, s *con
 	req := compaction.Request{
 		Conversation: nn, Epoch: epoch, Sequence: s.summary.sequence,
 		Checkpoint: ckpt.Name, CheckpointSequence: ckpt.Status.Sequence,
-		Tokenizer: string(tokenizerOf(conv)), Force: trigger == compactionRequested,
+		Force: trigger == compactionRequested,
 	}
 	mine := hasOutcome && outcome.Request.Epoch == epoch
 	if mine && outcome.Request.Checkpoint == ckpt.Name && outcome.Request.CheckpointSequence == ckpt.Status.Sequence {

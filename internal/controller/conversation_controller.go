@@ -23,9 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
-	"github.com/parley-dev/parley/internal/historystore"
-	"github.com/parley-dev/parley/internal/journal"
 	"github.com/parley-dev/parley/internal/metrics"
+	"github.com/parley-dev/parley/internal/session"
 	"github.com/parley-dev/parley/pkg/history"
 )
 
@@ -39,14 +38,14 @@ type ConversationReconciler struct {
 	APIReader client.Reader
 	Scheme    *runtime.Scheme
 	Recorder  events.EventRecorder
-	// Stores opens histories; Views keeps their folded state between reconciles.
-	Stores *historystore.Stores
-	Views  *journal.Views
+	// Sessions opens the conversations' live histories and keeps their views between
+	// reconciles.
+	Sessions *session.Sessions
 	// Compactor runs the compactions the compaction phase asks for; nil: no compaction.
 	Compactor Compactor
 	// Activity is the activity this replica's Session API hands over; nil: the Session API
 	// writes lastActivityTime itself.
-	Activity ActivityHandoff
+	Activity session.Handoff
 	// Clock is the source of "now"; tests inject a fake one.
 	Clock clock.PassiveClock
 	// NewSessionID mints session ids; SessionIDFor(uid) unless a test pins it.
@@ -69,7 +68,7 @@ type ConversationReconciler struct {
 	Observe func(ctrl.Request)
 
 	// own drops the watch events of this controller's own status writes.
-	own ownWrites
+	own session.OwnWrites
 }
 
 // +kubebuilder:rbac:groups=parley.dev,resources=conversations,verbs=get;list;watch;update;patch;delete
@@ -94,7 +93,7 @@ func (r *ConversationReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if err := r.Get(ctx, req.NamespacedName, conv); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	r.own.reconcileStarts(req.NamespacedName, conv.ResourceVersion)
+	r.own.ReconcileStarts(req.NamespacedName, conv.ResourceVersion)
 	if !conv.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, conv)
 	}
@@ -111,9 +110,9 @@ func (r *ConversationReconciler) Reconcile(ctx context.Context, req ctrl.Request
 			applyActivity(s, activityAt)
 		}
 	}
-	unchanged := r.own.unchangedSince(req.NamespacedName, conv.ResourceVersion)
+	unchanged := r.own.UnchangedSince(req.NamespacedName, conv.ResourceVersion)
 	s.summaryCurrent = !tookActivity && unchanged
-	s.viewHead = viewHeadToTrust(tookActivity, activityHead, unchanged)
+	s.viewHead = session.ViewHeadToTrust(tookActivity, activityHead, unchanged)
 	minted := decideSession(s, func() string { return r.newSessionID(conv) })
 	exp := decideExpiry(s)
 	// The history is keyed by the session id, and a minted id is derived from the object's
@@ -128,10 +127,10 @@ func (r *ConversationReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	before := conv.DeepCopy()
 	conv.Status = s.status
 	if !apiequality.Semantic.DeepEqual(before.Status, conv.Status) {
-		r.own.note(before, &conv.Status)
+		r.own.Note(before, &conv.Status)
 	}
 	if err := WriteStatus(ctx, r.Client, before, conv, conversationStatus); err != nil {
-		r.own.forget(req.NamespacedName)
+		r.own.Forget(req.NamespacedName)
 		if tookActivity {
 			r.Activity.Restore(req.NamespacedName, activityAt)
 		}
@@ -140,7 +139,7 @@ func (r *ConversationReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		}
 		return ctrl.Result{}, err
 	}
-	r.own.wrote(req.NamespacedName, conv.ResourceVersion)
+	r.own.Wrote(req.NamespacedName, conv.ResourceVersion)
 
 	announceStart(s, minted)
 	if minted {
@@ -219,12 +218,9 @@ func (r *ConversationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
-	if r.Views == nil {
-		r.Views = &journal.Views{}
-	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		// The reconcile that wrote a status already acted on it: its own write wakes nothing.
-		For(&parleyv1alpha1.Conversation{}, builder.WithPredicates(r.own.predicate())).
+		For(&parleyv1alpha1.Conversation{}, builder.WithPredicates(r.own.Predicate())).
 		// A Checkpoint becoming Ready moves latestCheckpoint and unblocks an Archive expiry.
 		Watches(&parleyv1alpha1.Checkpoint{}, handler.EnqueueRequestsFromMapFunc(conversationOfCheckpoint)).
 		// Agent pods: a crash, a start or a deletion wakes their Conversation at once.

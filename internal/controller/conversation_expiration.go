@@ -12,6 +12,8 @@ import (
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 	"github.com/parley-dev/parley/internal/historystore"
+	"github.com/parley-dev/parley/internal/journal"
+	"github.com/parley-dev/parley/internal/session"
 	"github.com/parley-dev/parley/pkg/history"
 )
 
@@ -23,11 +25,10 @@ const archiveWait = 2 * time.Second
 // goes. Repeating it after a restart is harmless (a missing history is not an error).
 func (r *ConversationReconciler) deleteHistory(ctx context.Context, s *conversationScope) {
 	conv := s.withStatus()
-	if err := r.Stores.Delete(ctx, conv); err != nil {
+	if err := r.Sessions.Delete(ctx, conv); err != nil {
 		r.historyFailed(s, err)
 		return
 	}
-	r.dropView(conv)
 	s.status.History = &parleyv1alpha1.HistoryStatus{Location: historystore.Location(conv)}
 	s.status.Context = nil
 	s.setCondition(parleyv1alpha1.ConditionHistoryAvailable, metav1.ConditionFalse, parleyv1alpha1.ReasonHistoryDeleted,
@@ -65,34 +66,11 @@ func (r *ConversationReconciler) archiveHistory(ctx context.Context, s *conversa
 		return
 	}
 
-	h, err := r.Stores.Open(ctx, conv, false)
-	if err != nil && !errors.Is(err, history.ErrNotFound) {
+	epoch, err := r.emptyLiveEpoch(ctx, conv)
+	if err != nil {
 		r.historyFailed(s, err)
 		return
 	}
-	epoch := uint64(0)
-	if h != nil {
-		head, err := h.Head(ctx)
-		if err != nil {
-			r.historyFailed(s, err)
-			return
-		}
-		epoch = head.Epoch
-		if head.Sequence > 0 {
-			// An empty epoch replaces the live one; a concurrent append (there should be none
-			// after expiry) makes this a conflict, retried.
-			if head, err = h.NewEpoch(ctx, history.EpochRequest{Epoch: head.Epoch, Through: head.Sequence}); err != nil {
-				r.historyFailed(s, err)
-				return
-			}
-			epoch = head.Epoch
-		}
-		if err := h.Retain(ctx, history.Retention{KeepEpochs: 0}); err != nil {
-			r.historyFailed(s, err)
-			return
-		}
-	}
-	r.dropView(conv)
 	s.status.History = &parleyv1alpha1.HistoryStatus{Location: historystore.Location(conv), Epoch: int64(epoch)}
 	s.status.Context = nil
 	s.status.LatestCheckpoint = name
@@ -101,15 +79,40 @@ func (r *ConversationReconciler) archiveHistory(ctx context.Context, s *conversa
 	s.event(parleyv1alpha1.EventHistoryArchived, "Archive", "live history removed; final state kept in Checkpoint %s", name)
 }
 
+// emptyLiveEpoch replaces the live epoch with an empty one (by session.Live.Rewrite: an
+// append after expiry, which the Session API refuses, would still be carried into it), removes
+// the old epochs and forgets the view. It returns the epoch left live; 0 when the history was
+// never created.
+func (r *ConversationReconciler) emptyLiveEpoch(ctx context.Context, conv *parleyv1alpha1.Conversation) (uint64, error) {
+	live, err := r.Sessions.Open(ctx, conv, false)
+	if errors.Is(err, history.ErrNotFound) {
+		if l, err := r.Sessions.Of(conv); err == nil {
+			l.Drop()
+		}
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer live.Drop()
+	done, err := live.Rewrite(ctx, func(_ context.Context, snap *journal.Snapshot) (*session.Epoch, error) {
+		if snap.Sequence == 0 {
+			return nil, nil // empty already
+		}
+		return &session.Epoch{}, nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	if err := live.History().Retain(ctx, history.Retention{KeepEpochs: 0}); err != nil {
+		return 0, err
+	}
+	return done.Head.Epoch, nil
+}
+
 // withStatus is the Conversation as read, with the status being built (the session id).
 func (s *conversationScope) withStatus() *parleyv1alpha1.Conversation {
 	conv := s.conv.DeepCopy()
 	conv.Status = *s.status.DeepCopy()
 	return conv
-}
-
-func (r *ConversationReconciler) dropView(conv *parleyv1alpha1.Conversation) {
-	if key, err := historystore.Key(conv); err == nil {
-		r.Views.Drop(key)
-	}
 }

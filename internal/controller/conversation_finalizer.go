@@ -49,13 +49,12 @@ func (r *ConversationReconciler) finalize(ctx context.Context, conv *parleyv1alp
 		return ctrl.Result{}, nil
 	}
 	if conv.Status.SessionID != "" && conv.Annotations[AnnotationSkipHistoryCleanup] != "true" {
-		if err := r.Stores.Delete(ctx, conv); err != nil {
+		if err := r.Sessions.Delete(ctx, conv); err != nil {
 			r.Recorder.Eventf(conv, nil, corev1.EventTypeWarning, parleyv1alpha1.EventStoreCleanupFailed, "Finalize",
 				"deleting the history at %s failed (%s); retrying. Annotate %s=true to give up and keep the objects",
 				historystore.Location(conv), historystore.Message(err), AnnotationSkipHistoryCleanup)
 			return ctrl.Result{}, fmt.Errorf("deleting the history of %s/%s: %w", conv.Namespace, conv.Name, err)
 		}
-		r.dropView(conv)
 		logf.FromContext(ctx).Info("history deleted with its Conversation", "location", historystore.Location(conv))
 	}
 	patch := client.MergeFrom(conv.DeepCopy())

@@ -53,11 +53,11 @@ func (r *ConversationReconciler) forkedState(ctx context.Context, conv *parleyv1
 				name, ckpt.Status.SessionID, source.Name, source.Status.SessionID),
 		}
 	}
-	h, err := r.Stores.Open(ctx, source, false)
+	live, err := r.Sessions.Open(ctx, source, false)
 	if err != nil {
 		return conversation.State{}, err
 	}
-	data, err := h.GetCheckpoint(ctx, history.Digest(ckpt.Status.Digest))
+	data, err := live.History().GetCheckpoint(ctx, history.Digest(ckpt.Status.Digest))
 	if err != nil {
 		if errors.Is(err, history.ErrCorrupt) {
 			return conversation.State{}, snapshotCorrupt(name, err)

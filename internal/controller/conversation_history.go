@@ -14,6 +14,7 @@ import (
 	"github.com/parley-dev/parley/internal/historystore"
 	"github.com/parley-dev/parley/internal/journal"
 	"github.com/parley-dev/parley/internal/metrics"
+	"github.com/parley-dev/parley/internal/session"
 	"github.com/parley-dev/parley/pkg/conversation"
 	"github.com/parley-dev/parley/pkg/history"
 )
@@ -107,7 +108,7 @@ func (r *ConversationReconciler) reconcileHistory(ctx context.Context, s *conver
 func (r *ConversationReconciler) openHistory(ctx context.Context, s *conversationScope, create bool) {
 	conv := s.conv.DeepCopy()
 	conv.Status = s.status
-	h, err := r.Stores.Open(ctx, conv, create)
+	live, err := r.Sessions.Open(ctx, conv, create)
 	if err != nil {
 		if !create && errors.Is(err, history.ErrNotFound) {
 			return // expired before its history was ever created: nothing to summarise
@@ -116,16 +117,16 @@ func (r *ConversationReconciler) openHistory(ctx context.Context, s *conversatio
 		return
 	}
 	var sum *historySummary
-	if head, ok := history.JustCreated(h); ok && create {
-		sum, err = r.summariseEmpty(conv, head)
+	if head, ok := history.JustCreated(live.History()); ok && create {
+		sum, err = summariseEmpty(live, head)
 	} else {
-		sum, err = r.summarise(ctx, conv, h, s.viewHead)
+		sum, err = summarise(ctx, live, s.viewHead)
 	}
 	if err == nil && !sum.initialized {
 		if !create {
 			return
 		}
-		sum, err = r.initialise(ctx, s, conv, h)
+		sum, err = r.initialise(ctx, s, conv, live)
 	}
 	if err != nil {
 		r.historyFailed(s, err)
@@ -164,20 +165,15 @@ func contextStatus(maxTokens *int64, tokens int) *parleyv1alpha1.ContextStatus {
 // summarise brings the cached view of the history up to date and reads its figures. With
 // viewHead (scope.viewHead) and the view standing there or past it (this replica's later
 // appends, folded in), the view is read as it is, without a read of the store.
-func (r *ConversationReconciler) summarise(ctx context.Context, conv *parleyv1alpha1.Conversation, h history.History, viewHead *history.Head) (*historySummary, error) {
-	key, err := historystore.Key(conv)
-	if err != nil {
-		return nil, err
-	}
+func summarise(ctx context.Context, live *session.Live, viewHead *history.Head) (*historySummary, error) {
 	var sum *historySummary
 	if viewHead != nil {
-		atHead, err := r.Views.Reached(key, conv.Status.SessionID, string(tokenizerOf(conv)), *viewHead,
-			func(v *journal.View) error { sum = summaryOf(v); return nil })
+		atHead, err := live.Reached(*viewHead, func(v *journal.View) error { sum = summaryOf(v); return nil })
 		if err != nil || atHead {
 			return sum, err
 		}
 	}
-	err = r.Views.With(ctx, key, conv.Status.SessionID, string(tokenizerOf(conv)), h, func(v *journal.View) error {
+	err := live.With(ctx, func(v *journal.View) error {
 		sum = summaryOf(v)
 		return nil
 	})
@@ -187,17 +183,12 @@ func (r *ConversationReconciler) summarise(ctx context.Context, conv *parleyv1al
 // summariseEmpty summarises a history that Open just created, without reading it: the held
 // view starts empty at its head, and initialise's append then folds onto it. Should another
 // writer have appended meanwhile, that append's answer shows it and the summary reads the store.
-func (r *ConversationReconciler) summariseEmpty(conv *parleyv1alpha1.Conversation, head history.Head) (*historySummary, error) {
-	key, err := historystore.Key(conv)
-	if err != nil {
-		return nil, err
-	}
-	tokenizer := string(tokenizerOf(conv))
-	if err := r.Views.Seed(key, conv.Status.SessionID, tokenizer, head.Epoch, nil, nil); err != nil {
+func summariseEmpty(live *session.Live, head history.Head) (*historySummary, error) {
+	if err := live.Seed(head.Epoch, nil, nil); err != nil {
 		return nil, err
 	}
 	sum := &historySummary{epoch: head.Epoch}
-	if _, err := r.Views.FoldAt(key, conv.Status.SessionID, tokenizer, nil, head,
+	if _, err := live.Fold(nil, history.Appended{Head: head},
 		func(v *journal.View) error { sum = summaryOf(v); return nil }); err != nil {
 		return nil, err
 	}
@@ -220,13 +211,6 @@ func summaryOf(v *journal.View) *historySummary {
 	return sum
 }
 
-func tokenizerOf(conv *parleyv1alpha1.Conversation) parleyv1alpha1.Tokenizer {
-	if t := conv.Spec.Context.Tokenizer; t != "" {
-		return t
-	}
-	return parleyv1alpha1.TokenizerCL100K
-}
-
 // latestAdapter converts the latest adapter state to its API form.
 func latestAdapter(states conversation.AdapterStates) *parleyv1alpha1.AdapterState {
 	if len(states) == 0 {
@@ -239,7 +223,7 @@ func latestAdapter(states conversation.AdapterStates) *parleyv1alpha1.AdapterSta
 // initialise writes the system prompt, the seed or the forked snapshot, then the initialised
 // marker, and summarises the history after them. Every record id is derived from its content's
 // own id, so a manager that died half-way repeats the same appends and each lands once.
-func (r *ConversationReconciler) initialise(ctx context.Context, s *conversationScope, conv *parleyv1alpha1.Conversation, h history.History) (*historySummary, error) {
+func (r *ConversationReconciler) initialise(ctx context.Context, s *conversationScope, conv *parleyv1alpha1.Conversation, live *session.Live) (*historySummary, error) {
 	records, what, err := r.initRecords(ctx, conv)
 	if err != nil {
 		return nil, err
@@ -249,11 +233,11 @@ func (r *ConversationReconciler) initialise(ctx context.Context, s *conversation
 		return nil, err
 	}
 	records = append(records, marker)
-	appended, err := journal.AppendAll(ctx, h, records)
+	appended, err := journal.AppendAll(ctx, live.History(), records)
 	if err != nil {
 		return nil, err
 	}
-	sum, err := r.summariseAppended(ctx, conv, h, records, appended)
+	sum, err := summariseAppended(ctx, live, records, appended)
 	if err != nil {
 		return nil, err
 	}
@@ -272,24 +256,13 @@ func (r *ConversationReconciler) initialise(ctx context.Context, s *conversation
 // summariseAppended summarises the history after records this reconcile appended: the held
 // view learns them from here, not by reading them back, and when the append's answer shows no
 // other writer in between, the summary needs no read of the head either.
-func (r *ConversationReconciler) summariseAppended(ctx context.Context, conv *parleyv1alpha1.Conversation, h history.History,
-	records []history.Record, appended history.Appended,
-) (*historySummary, error) {
-	key, err := historystore.Key(conv)
-	if err != nil {
-		return nil, err
-	}
-	entries := make([]history.Entry, len(appended.Sequences))
-	for i, seq := range appended.Sequences {
-		entries[i] = history.Entry{Seq: seq, ID: records[i].ID, Data: records[i].Data}
-	}
+func summariseAppended(ctx context.Context, live *session.Live, records []history.Record, appended history.Appended) (*historySummary, error) {
 	var sum *historySummary
-	atHead, err := r.Views.FoldAt(key, conv.Status.SessionID, string(tokenizerOf(conv)), entries, appended.Head,
-		func(v *journal.View) error { sum = summaryOf(v); return nil })
+	atHead, err := live.Fold(records, appended, func(v *journal.View) error { sum = summaryOf(v); return nil })
 	if err != nil || atHead {
 		return sum, err
 	}
-	return r.summarise(ctx, conv, h, nil)
+	return summarise(ctx, live, nil)
 }
 
 // initRecords gathers what initialisation writes: a fork's snapshot, or the system prompt and

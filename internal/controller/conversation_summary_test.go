@@ -7,6 +7,7 @@ import (
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 	"github.com/parley-dev/parley/internal/journal"
+	"github.com/parley-dev/parley/internal/session"
 	"github.com/parley-dev/parley/pkg/conversation"
 	"github.com/parley-dev/parley/pkg/history"
 	"github.com/parley-dev/parley/pkg/history/memory"
@@ -53,8 +54,11 @@ func TestIntervalCheckpointsOfAnIdleHistory(t *testing.T) {
 	}
 	appendRecords(message("u1", conversation.RoleUser), message("a1", conversation.RoleAssistant), marker, adapter)
 
-	r := &ConversationReconciler{Views: &journal.Views{}}
-	sum, err := r.summarise(ctx, conv, h, nil)
+	live, err := (&session.Sessions{Stores: oneHistory{h}}).Open(ctx, conv, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := summarise(ctx, live, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +78,7 @@ func TestIntervalCheckpointsOfAnIdleHistory(t *testing.T) {
 	}
 
 	appendRecords(message("u2", conversation.RoleUser))
-	if sum, err = r.summarise(ctx, conv, h, nil); err != nil {
+	if sum, err = summarise(ctx, live, nil); err != nil {
 		t.Fatal(err)
 	}
 	plan = decideCheckpoints(conv, []parleyv1alpha1.Checkpoint{first}, created.Add(150*time.Minute), sum.turns, sum.lastMessageSeq)
@@ -82,3 +86,12 @@ func TestIntervalCheckpointsOfAnIdleHistory(t *testing.T) {
 		t.Errorf("after a new message: created %+v, want c-at-2", plan.create)
 	}
 }
+
+// oneHistory is a session.Stores that holds one history.
+type oneHistory struct{ h history.History }
+
+func (o oneHistory) Open(context.Context, *parleyv1alpha1.Conversation, bool) (history.History, error) {
+	return o.h, nil
+}
+
+func (o oneHistory) Delete(context.Context, *parleyv1alpha1.Conversation) error { return nil }

@@ -50,6 +50,8 @@ type Snapshot struct {
 	Epoch, Sequence uint64
 	// Tokens is the view's count of State.
 	Tokens int
+	// LastReset describes the reset that wrote the epoch; nil for an epoch no reset wrote.
+	LastReset *Reset
 	// Counter counts like the view's counter and answers for the snapshot's own messages
 	// from the counts the view already made, so compacting 100k messages re-tokenizes none.
 	Counter tokens.Counter
@@ -74,8 +76,13 @@ func (v *View) Snapshot() *Snapshot {
 	s.Subagents = slices.Clone(s.Subagents)
 	s.Records = slices.Clone(s.Records)
 	s.Adapters = slices.Clone(s.Adapters)
+	var lastReset *Reset
+	if v.LastReset != nil {
+		r := *v.LastReset
+		lastReset = &r
+	}
 	return &Snapshot{
-		State: s, Epoch: v.Epoch, Sequence: v.Sequence, Tokens: v.total,
+		State: s, Epoch: v.Epoch, Sequence: v.Sequence, Tokens: v.total, LastReset: lastReset,
 		Counter: knownCounts{Counter: v.counter, known: known},
 	}
 }

@@ -85,16 +85,13 @@ func (s *Server) appendRecords(r *http.Request, req *request, records []history.
 	if p := historyReady(req.conv, false); p != nil {
 		return nil, p
 	}
-	h, err := s.Stores.Open(r.Context(), req.conv, false)
+	live, err := s.Sessions.Open(r.Context(), req.conv, false)
 	if err != nil {
 		return nil, storeProblem(err)
 	}
-	seqs, err := h.Append(r.Context(), records)
+	seqs, err := live.Append(r.Context(), records)
 	if err != nil {
 		return nil, storeProblem(err)
-	}
-	if s.Activity != nil {
-		s.Activity.Touch(req.conv)
 	}
 	return seqs, nil
 }

@@ -12,7 +12,6 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/parley-dev/parley/internal/journal"
-	"github.com/parley-dev/parley/pkg/history"
 	"github.com/parley-dev/parley/pkg/wire"
 )
 
@@ -61,7 +60,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *request, rc
 		var batch []json.RawMessage
 		var seqs []uint64
 		moved := false
-		p := s.withView(r, req, func(_ history.History, v *journal.View) *wire.Problem {
+		p := s.withView(r, req, func(v *journal.View) *wire.Problem {
 			if first {
 				epoch = v.Epoch
 			}

@@ -8,8 +8,6 @@ import (
 	"sort"
 	"strconv"
 
-	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
-	"github.com/parley-dev/parley/internal/historystore"
 	"github.com/parley-dev/parley/internal/journal"
 	"github.com/parley-dev/parley/pkg/conversation"
 	"github.com/parley-dev/parley/pkg/history"
@@ -17,25 +15,17 @@ import (
 )
 
 // withView opens the conversation's history and runs fn on its up-to-date view.
-func (s *Server) withView(r *http.Request, req *request, fn func(h history.History, v *journal.View) *wire.Problem) *wire.Problem {
+func (s *Server) withView(r *http.Request, req *request, fn func(v *journal.View) *wire.Problem) *wire.Problem {
 	if p := historyReady(req.conv, r.Method == http.MethodGet); p != nil {
 		return p
 	}
-	h, err := s.Stores.Open(r.Context(), req.conv, false)
+	live, err := s.Sessions.Open(r.Context(), req.conv, false)
 	if err != nil {
 		return storeProblem(err)
-	}
-	key, err := historystore.Key(req.conv)
-	if err != nil {
-		return storeProblem(err)
-	}
-	tokenizer := string(req.conv.Spec.Context.Tokenizer)
-	if tokenizer == "" {
-		tokenizer = "cl100k_base"
 	}
 	var p *wire.Problem
-	err = s.Views.With(r.Context(), key, req.conv.Status.SessionID, tokenizer, h, func(v *journal.View) error {
-		p = fn(h, v)
+	err = live.With(r.Context(), func(v *journal.View) error {
+		p = fn(v)
 		return nil
 	})
 	if err != nil {
@@ -45,7 +35,7 @@ func (s *Server) withView(r *http.Request, req *request, fn func(h history.Histo
 }
 
 func (s *Server) getConversation(w http.ResponseWriter, r *http.Request, req *request) *wire.Problem {
-	return s.withView(r, req, func(_ history.History, v *journal.View) *wire.Problem {
+	return s.withView(r, req, func(v *journal.View) *wire.Problem {
 		out := wire.Conversation{
 			Namespace: req.conv.Namespace, Name: req.conv.Name, SessionID: req.conv.Status.SessionID,
 			Phase: string(req.conv.Status.Phase), Epoch: v.Epoch, Sequence: v.Sequence,
@@ -77,7 +67,7 @@ func (s *Server) getMessages(w http.ResponseWriter, r *http.Request, req *reques
 		return problem(400, wire.ProblemMalformed, "Bad Request", "limit must be a positive number")
 	}
 	limit = min(limit, uint64(s.limits().MaxPage))
-	return s.withView(r, req, func(_ history.History, v *journal.View) *wire.Problem {
+	return s.withView(r, req, func(v *journal.View) *wire.Problem {
 		msgs := v.State.Messages
 		start := sort.Search(len(msgs), func(i int) bool { return uint64(msgs[i].Seq) > after })
 		end := min(len(msgs), start+int(limit))
@@ -141,18 +131,19 @@ func (s *Server) appendMessages(w http.ResponseWriter, r *http.Request, req *req
 	if p := historyReady(req.conv, false); p != nil {
 		return p
 	}
-	h, err := s.Stores.Open(r.Context(), req.conv, false)
+	live, err := s.Sessions.Open(r.Context(), req.conv, false)
 	if err != nil {
 		return storeProblem(err)
 	}
-	res, err := h.AppendWith(r.Context(), records, history.AppendOptions{Same: journal.SameMessage})
+	// Folded into the shared view and handed to the reconcile with the head it left (see
+	// package session, "The activity hand-off").
+	res, err := live.AppendFolded(r.Context(), records, history.AppendOptions{Same: journal.SameMessage})
 	if errors.Is(err, conversation.ErrConflict) {
 		return problem(409, wire.ProblemConflict, "Conflict", err.Error())
 	}
 	if err != nil {
 		return storeProblem(err)
 	}
-	s.foldAppended(req.conv, records, res)
 	writeJSON(w, http.StatusOK, wire.AppendResponse{Epoch: res.Epoch, Sequences: res.Sequences})
 	return nil
 }
@@ -174,29 +165,4 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, into any) *wire.
 		return problem(400, wire.ProblemMalformed, "Bad Request", "the body holds more than one JSON value")
 	}
 	return nil
-}
-
-// foldAppended hands what an append stored to the shared view (so the reconcile it wakes
-// counts nothing again) and marks the conversation active with the head the append left: when
-// the view stands there or past it, the controller summarises from it without reading the
-// store (a fold that met a gap leaves the view behind, and the controller reads).
-func (s *Server) foldAppended(conv *parleyv1alpha1.Conversation, records []history.Record, res history.Appended) {
-	if len(res.Sequences) != len(records) {
-		if s.Activity != nil {
-			s.Activity.Touch(conv)
-		}
-		return
-	}
-	if s.Views != nil {
-		if key, err := historystore.Key(conv); err == nil {
-			entries := make([]history.Entry, len(records))
-			for i := range records {
-				entries[i] = history.Entry{Seq: res.Sequences[i], ID: records[i].ID, Data: records[i].Data}
-			}
-			_, _ = s.Views.FoldAt(key, conv.Status.SessionID, tokenizerOf(conv), entries, res.Head, nil)
-		}
-	}
-	if s.Activity != nil {
-		s.Activity.TouchAt(conv, res.Head)
-	}
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/parley-dev/parley/internal/bundle"
 	"github.com/parley-dev/parley/internal/journal"
-	"github.com/parley-dev/parley/pkg/history"
 	"github.com/parley-dev/parley/pkg/wire"
 )
 
@@ -28,7 +27,7 @@ func (s *Server) getResume(w http.ResponseWriter, r *http.Request, req *request)
 	if a := req.conv.Status.Agent; a != nil {
 		attempt = a.Attempt
 	}
-	return s.withView(r, req, func(_ history.History, v *journal.View) *wire.Problem {
+	return s.withView(r, req, func(v *journal.View) *wire.Problem {
 		state, cut, err := journal.Cut(&v.State, turn)
 		if errors.Is(err, journal.ErrTurnNotFound) {
 			return problem(http.StatusUnprocessableEntity, wire.ProblemInvalid, "Unprocessable Entity", err.Error())

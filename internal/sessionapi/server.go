@@ -24,9 +24,8 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
-	"github.com/parley-dev/parley/internal/historystore"
-	"github.com/parley-dev/parley/internal/journal"
 	"github.com/parley-dev/parley/internal/metrics"
+	"github.com/parley-dev/parley/internal/session"
 	"github.com/parley-dev/parley/pkg/wire"
 )
 
@@ -62,11 +61,10 @@ type Server struct {
 	// compaction requests (the manager's client).
 	Reader client.Reader
 	Writer client.Client
-	Stores *historystore.Stores
-	Views  *journal.Views
-	Auth   *Authorizer
-	// Activity batches lastActivityTime writes; nil writes none.
-	Activity *Activity
+	// Sessions opens the conversations' live histories; its Activity (nil: none) batches the
+	// lastActivityTime writes of the appends served here.
+	Sessions *session.Sessions
+	Auth     *Authorizer
 	Limits   Limits
 	// ResetWait bounds how long a reset waits for its Checkpoint (DefaultResetWait when zero).
 	ResetWait time.Duration

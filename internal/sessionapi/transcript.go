@@ -9,7 +9,6 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/parley-dev/parley/internal/journal"
-	"github.com/parley-dev/parley/pkg/history"
 	"github.com/parley-dev/parley/pkg/wire"
 )
 
@@ -69,7 +68,7 @@ func (s *Server) getTranscript(w http.ResponseWriter, r *http.Request, req *requ
 	if err != nil || limit == 0 {
 		return problem(400, wire.ProblemMalformed, "Bad Request", "limit must be a positive number")
 	}
-	return s.withView(r, req, func(_ history.History, v *journal.View) *wire.Problem {
+	return s.withView(r, req, func(v *journal.View) *wire.Problem {
 		lines, exists, err := v.TranscriptLines(subpath)
 		if err != nil {
 			return problem(503, wire.ProblemUnavailable, "Service Unavailable", "the transcript could not be written out: "+err.Error())
@@ -89,7 +88,7 @@ func (s *Server) getTranscript(w http.ResponseWriter, r *http.Request, req *requ
 }
 
 func (s *Server) listTranscripts(w http.ResponseWriter, r *http.Request, req *request) *wire.Problem {
-	return s.withView(r, req, func(_ history.History, v *journal.View) *wire.Problem {
+	return s.withView(r, req, func(v *journal.View) *wire.Problem {
 		out := wire.TranscriptIndex{SessionID: req.conv.Status.SessionID, Epoch: v.Epoch, Transcripts: []wire.TranscriptInfo{}}
 		// A transcript that holds only what Parley had before the agent's first line was last
 		// changed when the conversation was.

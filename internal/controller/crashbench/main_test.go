@@ -21,6 +21,7 @@ import (
 	"github.com/parley-dev/parley/internal/eventsink"
 	"github.com/parley-dev/parley/internal/historystore"
 	"github.com/parley-dev/parley/internal/journal"
+	"github.com/parley-dev/parley/internal/session"
 	"github.com/parley-dev/parley/test/support/kubeenv"
 )
 
@@ -108,12 +109,12 @@ func startManager(ctx context.Context, cfg *rest.Config) error {
 	if err := mgr.Add(stores); err != nil {
 		return err
 	}
-	views := &journal.Views{}
+	sessions := &session.Sessions{Stores: stores, Views: &journal.Views{}}
 	if err := controller.SetupIndexes(ctx, mgr); err != nil {
 		return err
 	}
 	compactor := &compaction.Runner{
-		Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Stores: stores, Views: views, Clock: clock.RealClock{},
+		Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Sessions: sessions, Clock: clock.RealClock{},
 	}
 	if err := mgr.Add(compactor); err != nil {
 		return err
@@ -124,7 +125,7 @@ func startManager(ctx context.Context, cfg *rest.Config) error {
 	}
 	if err := (&controller.ConversationReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
-		Recorder: eventBroadcaster.NewRecorder(mgr.GetScheme(), "parley-conversation"), Stores: stores, Views: views, Compactor: compactor,
+		Recorder: eventBroadcaster.NewRecorder(mgr.GetScheme(), "parley-conversation"), Sessions: sessions, Compactor: compactor,
 		Clock: clock.RealClock{}, MaxConcurrentReconciles: 16,
 		AgentAPIURL: "https://parley-session-api.parley-system.svc:8082",
 		Observe:     func(req ctrl.Request) { reconciles.note(req.Name) },
@@ -133,7 +134,7 @@ func startManager(ctx context.Context, cfg *rest.Config) error {
 	}
 	if err := (&controller.CheckpointReconciler{
 		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: eventBroadcaster.NewRecorder(mgr.GetScheme(), "parley-checkpoint"),
-		Stores: stores, Views: views,
+		Sessions: sessions,
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}

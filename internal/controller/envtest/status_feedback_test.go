@@ -8,7 +8,7 @@ import (
 
 	"github.com/parley-dev/parley/internal/historystore"
 	"github.com/parley-dev/parley/internal/journal"
-	"github.com/parley-dev/parley/internal/sessionapi"
+	"github.com/parley-dev/parley/internal/session"
 	parleyclient "github.com/parley-dev/parley/pkg/client"
 	"github.com/parley-dev/parley/pkg/conversation"
 	"github.com/parley-dev/parley/pkg/history"
@@ -28,7 +28,7 @@ var _ = Describe("Status feedback with appends on two replicas", func() {
 		Expect(err).NotTo(HaveOccurred())
 		// The other replica: its own store handles, and activity it patches (it does not lead).
 		other := &historystore.Stores{ConfigMaps: k8sClient, Secrets: k8sClient}
-		otherActivity := &sessionapi.Activity{Client: k8sClient}
+		otherActivity := &session.Activity{Client: k8sClient}
 
 		total := 0
 		statusShows := func() {

@@ -33,6 +33,7 @@ import (
 	"github.com/parley-dev/parley/internal/eventsink"
 	"github.com/parley-dev/parley/internal/historystore"
 	"github.com/parley-dev/parley/internal/journal"
+	"github.com/parley-dev/parley/internal/session"
 	"github.com/parley-dev/parley/internal/sessionapi"
 	"github.com/parley-dev/parley/pkg/history/s3"
 	"github.com/parley-dev/parley/test/support/kubeenv"
@@ -109,19 +110,19 @@ var _ = BeforeSuite(func() {
 	// The ConfigMap histories' own client reads the apiserver, not the cache, as in cmd/manager.
 	stores = &historystore.Stores{ConfigMaps: k8sClient, Secrets: mgr.GetAPIReader(), SecretTTL: time.Second}
 	Expect(mgr.Add(stores)).To(Succeed())
-	views := &journal.Views{}
+	// As cmd/manager does: this replica runs the controller, so the Session API hands its
+	// activity to the reconcile instead of patching status itself.
+	activity := &session.Activity{Client: k8sClient, Local: mgr.Elected()}
+	sessions := &session.Sessions{Stores: stores, Views: &journal.Views{}, Activity: activity}
 	// Short backoffs so a failing summarizer is retried within a spec's patience.
 	compactor = &compaction.Runner{
-		Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Stores: stores, Views: views, Clock: clock.RealClock{},
+		Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Sessions: sessions, Clock: clock.RealClock{},
 		InitialBackoff: 300 * time.Millisecond, MaxBackoff: 2 * time.Second, SummarizerTimeout: 5 * time.Second,
 	}
 	Expect(mgr.Add(compactor)).To(Succeed())
 	Expect(controller.SetupIndexes(ctx, mgr)).To(Succeed())
 	agentCA, _, err = sessionapi.NewCA()
 	Expect(err).NotTo(HaveOccurred())
-	// As cmd/manager does: this replica runs the controller, so the Session API hands its
-	// activity to the reconcile instead of patching status itself.
-	activity := &sessionapi.Activity{Client: k8sClient, Local: mgr.Elected()}
 	// Events as cmd/manager sends them (protobuf, bounded), so the specs that read them check that path.
 	eventBroadcaster, err := eventsink.Start(ctx, cfg, mgr.GetHTTPClient(), eventsink.DefaultInFlight)
 	Expect(err).NotTo(HaveOccurred())
@@ -130,8 +131,7 @@ var _ = BeforeSuite(func() {
 		APIReader:               mgr.GetAPIReader(),
 		Scheme:                  mgr.GetScheme(),
 		Recorder:                eventBroadcaster.NewRecorder(mgr.GetScheme(), "parley-conversation"),
-		Stores:                  stores,
-		Views:                   views,
+		Sessions:                sessions,
 		Compactor:               compactor,
 		Activity:                activity,
 		Clock:                   clock.RealClock{},
@@ -148,15 +148,14 @@ var _ = BeforeSuite(func() {
 		Client:   mgr.GetClient(),
 		Scheme:   mgr.GetScheme(),
 		Recorder: eventBroadcaster.NewRecorder(mgr.GetScheme(), "parley-checkpoint"),
-		Stores:   stores,
-		Views:    views,
+		Sessions: sessions,
 	}).SetupWithManager(mgr)).To(Succeed())
 
 	Expect(mgr.Add(activity)).To(Succeed())
 	sessionReader = mgr.GetClient()
 	api := &sessionapi.Server{
-		Reader: sessionReader, Writer: k8sClient, Stores: stores, Views: views,
-		Auth: &sessionapi.Authorizer{Client: k8sClient, TTL: time.Second}, Activity: activity,
+		Reader: sessionReader, Writer: k8sClient, Sessions: sessions,
+		Auth: &sessionapi.Authorizer{Client: k8sClient, TTL: time.Second},
 	}
 	srv := httptest.NewServer(api.Handler())
 	DeferCleanup(srv.Close)

@@ -30,6 +30,7 @@ import (
 	"github.com/parley-dev/parley/internal/eventsink"
 	"github.com/parley-dev/parley/internal/historystore"
 	"github.com/parley-dev/parley/internal/journal"
+	"github.com/parley-dev/parley/internal/session"
 	"github.com/parley-dev/parley/internal/sessionapi"
 	"github.com/parley-dev/parley/pkg/history/s3"
 	"github.com/parley-dev/parley/pkg/wire"
@@ -189,25 +190,25 @@ func startManager(ctx context.Context, cfg *rest.Config) error {
 	if err := mgr.Add(stores); err != nil {
 		return err
 	}
-	views := &journal.Views{}
+	// As cmd/manager wires it: the leader's Session API hands activity to the reconciler.
+	activity := &session.Activity{Client: mgr.GetClient(), Local: mgr.Elected()}
+	sessions := &session.Sessions{Stores: stores, Views: &journal.Views{}, Activity: activity}
 	if err := controller.SetupIndexes(ctx, mgr); err != nil {
 		return err
 	}
 	compactor := &compaction.Runner{
-		Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Stores: stores, Views: views, Clock: clock.RealClock{},
+		Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Sessions: sessions, Clock: clock.RealClock{},
 	}
 	if err := mgr.Add(compactor); err != nil {
 		return err
 	}
-	// As cmd/manager wires it: the leader's Session API hands activity to the reconciler.
-	activity := &sessionapi.Activity{Client: mgr.GetClient(), Local: mgr.Elected()}
 	eventBroadcaster, err := eventsink.Start(ctx, cfg, mgr.GetHTTPClient(), eventsink.DefaultInFlight)
 	if err != nil {
 		return err
 	}
 	if err := (&controller.ConversationReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
-		Recorder: eventBroadcaster.NewRecorder(mgr.GetScheme(), "parley-conversation"), Stores: stores, Views: views, Compactor: compactor, Activity: activity,
+		Recorder: eventBroadcaster.NewRecorder(mgr.GetScheme(), "parley-conversation"), Sessions: sessions, Compactor: compactor, Activity: activity,
 		Clock: clock.RealClock{}, MaxConcurrentReconciles: 16,
 		AgentAPIURL: "https://parley-session-api.parley-system.svc:8082",
 	}).SetupWithManager(mgr); err != nil {
@@ -215,7 +216,7 @@ func startManager(ctx context.Context, cfg *rest.Config) error {
 	}
 	if err := (&controller.CheckpointReconciler{
 		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: eventBroadcaster.NewRecorder(mgr.GetScheme(), "parley-checkpoint"),
-		Stores: stores, Views: views,
+		Sessions: sessions,
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
@@ -236,8 +237,8 @@ func startManager(ctx context.Context, cfg *rest.Config) error {
 		return err
 	}
 	if err := mgr.Add(&sessionapi.Server{
-		Addr: addr, Reader: mgr.GetClient(), Writer: mgr.GetClient(), Stores: stores, Views: views,
-		Auth: &sessionapi.Authorizer{Client: mgr.GetClient()}, Activity: activity, TLS: tlsSetup,
+		Addr: addr, Reader: mgr.GetClient(), Writer: mgr.GetClient(), Sessions: sessions,
+		Auth: &sessionapi.Authorizer{Client: mgr.GetClient()}, TLS: tlsSetup,
 	}); err != nil {
 		return err
 	}

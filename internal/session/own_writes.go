@@ -1,4 +1,4 @@
-package controller
+package session
 
 import (
 	"encoding/json"
@@ -14,9 +14,11 @@ import (
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 )
 
-// ownWrites remembers the status writes of this controller, so the watch event each one causes
-// does not wake a reconcile of what that very reconcile just decided: one reconcile per change
-// instead of two (at 10,000 expiries a minute, the second reconcile was 40 % of the work).
+// OwnWrites remembers the Conversation controller's own status writes, for two uses (the
+// package documentation walks both): the watch event each write causes is dropped, so it does
+// not wake a reconcile of what that very reconcile decided (one reconcile per change instead
+// of two; docs/benchmarks.md has the scale figures), and UnchangedSince tells a reconcile that
+// no one else has written the object since, the condition for trusting the shared view.
 //
 // A write is noted before it is sent (its watch event may arrive before the response), as the
 // resourceVersion it is based on and the status it sets. Only an update event that is exactly
@@ -27,9 +29,9 @@ import (
 //
 // A reconcile that starts before the cache holds the write (woken by a pod, say) decides from
 // the object as it was before the write, and may write nothing, so nothing tells it its view
-// was stale: it forgets the noted write (reconcileStarts), and the write's event wakes the
-// reconcile that sees both. Found by the envtest poison-turn spec under load.
-type ownWrites struct {
+// was stale: it forgets the noted write (ReconcileStarts), and the write's event wakes the
+// reconcile that sees both.
+type OwnWrites struct {
 	mu     sync.Mutex
 	writes map[types.NamespacedName]ownWrite
 	// last is the resourceVersion each object had after this controller's last reconcile
@@ -42,8 +44,8 @@ type ownWrite struct {
 	status        *parleyv1alpha1.ConversationStatus
 }
 
-// note records that this controller is about to write status on top of base.
-func (w *ownWrites) note(base *parleyv1alpha1.Conversation, status *parleyv1alpha1.ConversationStatus) {
+// Note records that the controller is about to write status on top of base.
+func (w *OwnWrites) Note(base *parleyv1alpha1.Conversation, status *parleyv1alpha1.ConversationStatus) {
 	if base.ResourceVersion == "" {
 		return
 	}
@@ -70,9 +72,9 @@ func asStored(status *parleyv1alpha1.ConversationStatus) *parleyv1alpha1.Convers
 	return out
 }
 
-// wrote records the resourceVersion the reconcile's status write produced (or, when status
+// Wrote records the resourceVersion the reconcile's status write produced (or, when status
 // did not change, the one it read).
-func (w *ownWrites) wrote(key types.NamespacedName, rv string) {
+func (w *OwnWrites) Wrote(key types.NamespacedName, rv string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.last == nil {
@@ -85,9 +87,9 @@ func (w *ownWrites) wrote(key types.NamespacedName, rv string) {
 	}
 }
 
-// reconcileStarts forgets the noted write of key unless the reconcile read the object as that
+// ReconcileStarts forgets the noted write of key unless the reconcile read the object as that
 // write left it: a reconcile from an older copy must not have the write's event dropped.
-func (w *ownWrites) reconcileStarts(key types.NamespacedName, rv string) {
+func (w *OwnWrites) ReconcileStarts(key types.NamespacedName, rv string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if got, ok := w.writes[key]; ok && got.written != rv {
@@ -95,16 +97,17 @@ func (w *ownWrites) reconcileStarts(key types.NamespacedName, rv string) {
 	}
 }
 
-func (w *ownWrites) forget(key types.NamespacedName) {
+// Forget drops what is known of key: its status write failed, or the object was deleted.
+func (w *OwnWrites) Forget(key types.NamespacedName) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.writes, key)
 	delete(w.last, key)
 }
 
-// unchangedSince tells whether the object at rv is as this controller's last reconcile left it:
+// UnchangedSince tells whether the object at rv is as this controller's last reconcile left it:
 // no one (the Session API's activity included) has written it since.
-func (w *ownWrites) unchangedSince(key types.NamespacedName, rv string) bool {
+func (w *OwnWrites) UnchangedSince(key types.NamespacedName, rv string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	last, ok := w.last[key]
@@ -112,7 +115,7 @@ func (w *ownWrites) unchangedSince(key types.NamespacedName, rv string) bool {
 }
 
 // consume tells whether the update from prev to cur is a noted write, forgetting it when so.
-func (w *ownWrites) consume(prev, cur *parleyv1alpha1.Conversation) bool {
+func (w *OwnWrites) consume(prev, cur *parleyv1alpha1.Conversation) bool {
 	key := client.ObjectKeyFromObject(cur)
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -135,8 +138,8 @@ func onlyStatusChanged(prev, cur *parleyv1alpha1.Conversation) bool {
 		apiequality.Semantic.DeepEqual(prev.OwnerReferences, cur.OwnerReferences)
 }
 
-// predicate drops the update events of noted writes; every other event passes.
-func (w *ownWrites) predicate() predicate.Predicate {
+// Predicate drops the update events of noted writes; every other event passes.
+func (w *OwnWrites) Predicate() predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			prev, ok1 := e.ObjectOld.(*parleyv1alpha1.Conversation)
@@ -145,7 +148,7 @@ func (w *ownWrites) predicate() predicate.Predicate {
 		},
 		DeleteFunc: func(e event.DeleteEvent) bool {
 			if e.Object != nil {
-				w.forget(client.ObjectKeyFromObject(e.Object))
+				w.Forget(client.ObjectKeyFromObject(e.Object))
 			}
 			return true
 		},

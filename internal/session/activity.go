@@ -1,4 +1,4 @@
-package sessionapi
+package session
 
 import (
 	"context"
@@ -18,10 +18,25 @@ import (
 	"github.com/parley-dev/parley/pkg/history"
 )
 
+// Handoff is the Conversation reconciler's side of Activity: the activity this replica's Session
+// API saw, handed to the reconcile so one status write carries lastActivityTime and the counts
+// it refreshes. *Activity implements it; tests give the reconciler their own.
+type Handoff interface {
+	// Source wakes the reconcile of a conversation with activity handed over.
+	Source() source.Source
+	// Take removes and returns the activity handed over for key, with the head this replica's
+	// writes of it left the history at when all of them told it (they folded what they wrote
+	// into the shared view), nil otherwise.
+	Take(key types.NamespacedName) (at time.Time, head *history.Head, ok bool)
+	// Restore gives back activity taken whose status write failed.
+	Restore(key types.NamespacedName, at time.Time)
+}
+
 // DefaultActivityInterval is how long a conversation's activity waits, at most, before it
 // is handed to the controller or written: the first append after a write starts the clock,
 // later ones join it. A conversation that takes appends all the time is written about once
-// per interval and an eighth; the bound for status is 2 s.
+// per interval and an eighth, inside the status lag the Session API promises
+// (docs/architecture.md).
 const DefaultActivityInterval = 1250 * time.Millisecond
 
 // activityTicks is how many times per interval the flush looks for conversations that are due:
@@ -177,8 +192,8 @@ func (a *Activity) flush(ctx context.Context, final bool, due time.Time) {
 	for key, at := range a.unclaimed(final) {
 		batch[key] = later(batch[key], at)
 	}
-	// Concurrently, boundedly: one patch after another took longer than the interval with 64
-	// active conversations (about 30 ms each on a busy API server), so status lagged.
+	// Concurrently, boundedly: with many active conversations, one patch after another on a
+	// busy API server outlasted the interval and status lagged (docs/benchmarks.md).
 	var g errgroup.Group
 	g.SetLimit(flushConcurrency)
 	for key, at := range batch {

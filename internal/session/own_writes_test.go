@@ -1,4 +1,4 @@
-package controller
+package session
 
 import (
 	"testing"
@@ -47,11 +47,11 @@ func TestOwnWritesDropOnlyTheWriteItself(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var w ownWrites
+			var w OwnWrites
 			if tc.noted {
-				w.note(convAt("10"), &convAt("", written).Status)
+				w.Note(convAt("10"), &convAt("", written).Status)
 			}
-			got := w.predicate().Update(event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.new})
+			got := w.Predicate().Update(event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.new})
 			if got != tc.wakes {
 				t.Fatalf("wakes a reconcile: %v, want %v", got, tc.wakes)
 			}
@@ -60,10 +60,10 @@ func TestOwnWritesDropOnlyTheWriteItself(t *testing.T) {
 }
 
 func TestOwnWritesAreForgottenOnceSeen(t *testing.T) {
-	var w ownWrites
+	var w OwnWrites
 	written := ownSession("s1")
-	w.note(convAt("10"), &convAt("", written).Status)
-	p := w.predicate()
+	w.Note(convAt("10"), &convAt("", written).Status)
+	p := w.Predicate()
 	ev := event.UpdateEvent{ObjectOld: convAt("10"), ObjectNew: convAt("11", written)}
 	if p.Update(ev) {
 		t.Fatal("the event of our own write woke a reconcile")
@@ -71,14 +71,14 @@ func TestOwnWritesAreForgottenOnceSeen(t *testing.T) {
 	if !p.Update(ev) {
 		t.Fatal("a second event of the same write was dropped too: the write was not forgotten")
 	}
-	w.note(convAt("11", written), &convAt("", ownSession("s2")).Status)
+	w.Note(convAt("11", written), &convAt("", ownSession("s2")).Status)
 	if !p.Delete(event.DeleteEvent{Object: convAt("12")}) {
 		t.Fatal("a delete event was dropped")
 	}
 	if len(w.writes) != 0 {
 		t.Fatal("a deleted object's noted write was kept")
 	}
-	w.note(convAt(""), &convAt("").Status)
+	w.Note(convAt(""), &convAt("").Status)
 	if len(w.writes) != 0 {
 		t.Fatal("a write without a base version was noted")
 	}
@@ -99,31 +99,31 @@ func TestOwnWritesKeptOnlyForAReconcileThatSawTheWrite(t *testing.T) {
 		{"a reconcile read the copy the write left", "11", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var w ownWrites
-			w.note(convAt("10"), &convAt("", written).Status)
-			w.wrote(key, "11")
-			w.reconcileStarts(key, tc.readsRV)
-			if got := w.predicate().Update(ev); got != tc.wakes {
+			var w OwnWrites
+			w.Note(convAt("10"), &convAt("", written).Status)
+			w.Wrote(key, "11")
+			w.ReconcileStarts(key, tc.readsRV)
+			if got := w.Predicate().Update(ev); got != tc.wakes {
 				t.Fatalf("the write's event wakes a reconcile: %v, want %v", got, tc.wakes)
 			}
 		})
 	}
 }
 
-// unchangedSince knows the resourceVersion this controller's last reconcile left, and forgets
+// UnchangedSince knows the resourceVersion this controller's last reconcile left, and forgets
 // it on a failed write or a delete.
 func TestOwnWritesUnchangedSince(t *testing.T) {
-	var w ownWrites
+	var w OwnWrites
 	key := types.NamespacedName{Namespace: "ns", Name: "c"}
-	if w.unchangedSince(key, "5") {
+	if w.UnchangedSince(key, "5") {
 		t.Fatal("unchanged before any reconcile")
 	}
-	w.wrote(key, "5")
-	if !w.unchangedSince(key, "5") || w.unchangedSince(key, "6") || w.unchangedSince(key, "") {
-		t.Fatal("unchangedSince does not compare with the last resourceVersion")
+	w.Wrote(key, "5")
+	if !w.UnchangedSince(key, "5") || w.UnchangedSince(key, "6") || w.UnchangedSince(key, "") {
+		t.Fatal("UnchangedSince does not compare with the last resourceVersion")
 	}
-	w.forget(key)
-	if w.unchangedSince(key, "5") {
+	w.Forget(key)
+	if w.UnchangedSince(key, "5") {
 		t.Fatal("still unchanged after forget")
 	}
 }
@@ -133,20 +133,20 @@ func TestOwnWritesUnchangedSince(t *testing.T) {
 // reconcile per expiry, not two (the scale benchmark counted 2.56 per expiry).
 func TestOwnWritesRecogniseAConditionTransition(t *testing.T) {
 	at := time.Date(2026, 11, 25, 17, 15, 0, 123456789, time.UTC)
-	var w ownWrites
+	var w OwnWrites
 	status := convAt("").Status
 	status.Conditions = []metav1.Condition{{
 		Type: parleyv1alpha1.ConditionExpired, Status: metav1.ConditionTrue,
 		Reason: parleyv1alpha1.ReasonTTLExceeded, LastTransitionTime: metav1.NewTime(at),
 	}}
-	w.note(convAt("10"), &status)
+	w.Note(convAt("10"), &status)
 	delivered := convAt("11", func(c *parleyv1alpha1.Conversation) {
 		c.Status.Conditions = []metav1.Condition{{
 			Type: parleyv1alpha1.ConditionExpired, Status: metav1.ConditionTrue,
 			Reason: parleyv1alpha1.ReasonTTLExceeded, LastTransitionTime: metav1.NewTime(at.Truncate(time.Second)),
 		}}
 	})
-	if w.predicate().Update(event.UpdateEvent{ObjectOld: convAt("10"), ObjectNew: delivered}) {
+	if w.Predicate().Update(event.UpdateEvent{ObjectOld: convAt("10"), ObjectNew: delivered}) {
 		t.Fatal("our own condition transition woke a reconcile")
 	}
 }
