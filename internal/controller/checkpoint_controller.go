@@ -77,7 +77,13 @@ func (r *CheckpointReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 
 	before := ckpt.DeepCopy()
-	ckpt.Status, err = r.decide(ctx, ckpt, conv, found)
+	var attempt snapshotAttempt
+	if snapshotDue(ckpt, conv, found) {
+		snap, err := r.writeSnapshot(ctx, ckpt, conv)
+		attempt = snapshotAttempt{tried: true, snap: snap, err: err}
+		countSnapshot(ckpt.Spec.Reason, attempt)
+	}
+	ckpt.Status, err = decideCheckpoint(ckpt, conv, found, attempt)
 	if perr := WriteStatus(ctx, r.Client, before, ckpt, checkpointStatus); perr != nil {
 		if errors.Is(perr, ErrStatusConflict) {
 			return ctrl.Result{RequeueAfter: conflictRetryDelay}, nil
@@ -112,9 +118,35 @@ func (r *CheckpointReconciler) adopt(ctx context.Context, ckpt *parleyv1alpha1.C
 	return true, nil
 }
 
-// decide computes the Checkpoint's status, writing the snapshot when it is due. The returned
-// error, if any, asks for a retry with backoff after the status is written.
-func (r *CheckpointReconciler) decide(ctx context.Context, ckpt *parleyv1alpha1.Checkpoint, conv *parleyv1alpha1.Conversation, found bool) (parleyv1alpha1.CheckpointStatus, error) {
+// snapshotAttempt is what writing the snapshot did, when it was due.
+type snapshotAttempt struct {
+	tried bool
+	snap  writtenSnapshot
+	err   error
+}
+
+// snapshotDue: the Checkpoint has no snapshot yet, and its conversation's history can be read.
+func snapshotDue(ckpt *parleyv1alpha1.Checkpoint, conv *parleyv1alpha1.Conversation, found bool) bool {
+	hist := meta.FindStatusCondition(conv.Status.Conditions, parleyv1alpha1.ConditionHistoryAvailable)
+	return ckpt.Status.Phase != parleyv1alpha1.CheckpointReady && ckpt.Status.Phase != parleyv1alpha1.CheckpointFailed &&
+		found && hist != nil && hist.Status == metav1.ConditionTrue
+}
+
+// countSnapshot counts a snapshot written or failed; a turn not reached yet is neither.
+func countSnapshot(reason parleyv1alpha1.CheckpointReason, a snapshotAttempt) {
+	switch {
+	case a.err == nil:
+		metrics.Snapshots.WithLabelValues(string(reason), "written").Inc()
+		metrics.SnapshotBytes.Observe(float64(a.snap.bytes))
+	case !errors.Is(a.err, journal.ErrTurnNotFound):
+		metrics.Snapshots.WithLabelValues(string(reason), "failed").Inc()
+	}
+}
+
+// decideCheckpoint computes the Checkpoint's status from the Conversation and, when the
+// snapshot was due (snapshotDue), what writing it did. The returned error, if any, asks for a
+// retry with backoff after the status is written.
+func decideCheckpoint(ckpt *parleyv1alpha1.Checkpoint, conv *parleyv1alpha1.Conversation, found bool, attempt snapshotAttempt) (parleyv1alpha1.CheckpointStatus, error) {
 	st := *ckpt.Status.DeepCopy()
 	st.ObservedGeneration = ckpt.Generation
 	set := func(status metav1.ConditionStatus, phase parleyv1alpha1.CheckpointPhase, reason, msg string) {
@@ -136,29 +168,25 @@ func (r *CheckpointReconciler) decide(ctx context.Context, ckpt *parleyv1alpha1.
 		set(metav1.ConditionFalse, parleyv1alpha1.CheckpointPending, parleyv1alpha1.ReasonConversationNotFound,
 			fmt.Sprintf("Conversation %q not found in namespace %q; the checkpoint waits for it", ckpt.Spec.ConversationRef.Name, ckpt.Namespace))
 		return st, nil
-	case hist == nil || hist.Status != metav1.ConditionTrue:
+	case hist == nil || hist.Status != metav1.ConditionTrue || !attempt.tried: // not snapshotDue
 		set(metav1.ConditionFalse, parleyv1alpha1.CheckpointPending, parleyv1alpha1.ReasonWaitingForHistory,
 			"waiting for the conversation's history to be available")
 		return st, nil
 	}
 	st.SessionID = conv.Status.SessionID
 
-	snap, err := r.writeSnapshot(ctx, ckpt, conv)
+	err, snap := attempt.err, attempt.snap
 	switch {
 	case errors.Is(err, journal.ErrTurnNotFound):
 		set(metav1.ConditionFalse, parleyv1alpha1.CheckpointPending, parleyv1alpha1.ReasonTurnNotFound, err.Error()+"; the checkpoint waits for it")
 		return st, nil
 	case errors.Is(err, history.ErrTooLarge), errors.Is(err, history.ErrCorrupt), errors.Is(err, conversation.ErrSnapshotCorrupt):
-		metrics.Snapshots.WithLabelValues(string(ckpt.Spec.Reason), "failed").Inc()
 		set(metav1.ConditionFalse, parleyv1alpha1.CheckpointFailed, historystore.Reason(err), err.Error())
 		return st, nil
 	case err != nil:
-		metrics.Snapshots.WithLabelValues(string(ckpt.Spec.Reason), "failed").Inc()
 		set(metav1.ConditionFalse, parleyv1alpha1.CheckpointPending, historystore.Reason(err), historystore.Message(err))
 		return st, err
 	}
-	metrics.Snapshots.WithLabelValues(string(ckpt.Spec.Reason), "written").Inc()
-	metrics.SnapshotBytes.Observe(float64(snap.bytes))
 	st.Turn, st.Sequence, st.Messages, st.Tokens, st.Bytes = snap.turn, snap.sequence, snap.messages, snap.tokens, snap.bytes
 	st.Digest, st.Location, st.AdapterState = string(snap.digest), snap.location, snap.adapter
 	set(metav1.ConditionTrue, parleyv1alpha1.CheckpointReady, parleyv1alpha1.ReasonSnapshotWritten,

@@ -77,7 +77,7 @@ func decideAgent(s *conversationScope, seen agentSeen) agentPlan {
 	}
 	prev := ""
 	if c := s.conv.Status.Conditions; c != nil {
-		if p := findCondition(c, parleyv1alpha1.ConditionAgentRunning); p != nil {
+		if p := meta.FindStatusCondition(c, parleyv1alpha1.ConditionAgentRunning); p != nil {
 			prev = p.Reason
 		}
 	}
@@ -218,7 +218,7 @@ func decideCrash(s *conversationScope, st *parleyv1alpha1.AgentStatus, prev stri
 	}
 
 	if agentFailed(prev) {
-		last := findCondition(s.conv.Status.Conditions, parleyv1alpha1.ConditionAgentRunning)
+		last := meta.FindStatusCondition(s.conv.Status.Conditions, parleyv1alpha1.ConditionAgentRunning)
 		// Raising maxRestarts lets a MaxRestartsExceeded agent go on; a new template gives a
 		// poison turn another chance.
 		switch {
@@ -258,13 +258,4 @@ func restartPolicy(spec *parleyv1alpha1.AgentSpec) agentpod.Policy {
 		p.Max = spec.Backoff.Max.Duration
 	}
 	return p
-}
-
-func findCondition(conds []metav1.Condition, condType string) *metav1.Condition {
-	for i := range conds {
-		if conds[i].Type == condType {
-			return &conds[i]
-		}
-	}
-	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -58,7 +59,7 @@ func (r *ConversationReconciler) reconcileAgent(ctx context.Context, s *conversa
 			case apierrors.IsInvalid(err):
 				s.setCondition(parleyv1alpha1.ConditionAgentRunning, metav1.ConditionFalse, parleyv1alpha1.ReasonInvalidTemplate,
 					"the API server refused the agent pod built from spec.agent.template: "+err.Error())
-				if c := findCondition(s.conv.Status.Conditions, parleyv1alpha1.ConditionAgentRunning); c == nil || c.Reason != parleyv1alpha1.ReasonInvalidTemplate {
+				if c := meta.FindStatusCondition(s.conv.Status.Conditions, parleyv1alpha1.ConditionAgentRunning); c == nil || c.Reason != parleyv1alpha1.ReasonInvalidTemplate {
 					s.warning(parleyv1alpha1.EventAgentNotStarted, "Start", "the agent pod was refused: %s", err.Error())
 				}
 			case errors.Is(err, bundle.ErrInput):

@@ -4,35 +4,14 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-
-	"github.com/parley-dev/parley/internal/agentpod"
 )
 
 // agentPodNodeIndex indexes cached agent pods by the node they are bound to.
 const agentPodNodeIndex = "spec.nodeName"
-
-// CacheOptions is the manager's cache as every manager of Parley's controllers needs it (the
-// binary, and the test harnesses that stand in for it): the pod cache holds agent pods only
-// (those labelled with their Conversation), so a cluster's other pods cost no memory, and
-// managedFields are stripped from every cached object. They are never read here; at 10,000
-// Conversations they were 15-20 MB of the cache's live heap, and a status update sent from a
-// cached object without them is half the size (the API server keeps the stored ones).
-func CacheOptions() cache.Options {
-	req, _ := labels.NewRequirement(agentpod.LabelConversation, selection.Exists, nil)
-	return cache.Options{
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Label: labels.NewSelector().Add(*req)},
-		},
-		DefaultTransform: cache.TransformStripManagedFields(),
-	}
-}
 
 // conversationsOnNode maps a Node to the Conversations whose agent pods run on it.
 func (r *ConversationReconciler) conversationsOnNode(ctx context.Context, o client.Object) []reconcile.Request {

@@ -33,7 +33,7 @@ type conversationScope struct {
 	summaryCurrent bool
 	// viewHead, when set, is where this replica's own writes left the history, with nothing
 	// else written since this controller's last reconcile: the shared view, when it stands
-	// exactly there, is summarised without reading the store (viewHeadToTrust).
+	// exactly there, is summarised without reading the store (session.ViewHeadToTrust).
 	viewHead *history.Head
 
 	// agentPod is the current agent pod, when the agent phase read one.

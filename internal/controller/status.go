@@ -22,13 +22,13 @@ var ErrStatusConflict = fmt.Errorf("status conflict")
 // at. The condition makes a reconcile that read a stale object (before our previous write
 // reached the cache) fail instead of overwriting newer facts (e.g. minting a second session id).
 // An update costs the API server less than the equivalent merge patch with the same lock (no
-// encoding of the stored object and no patch to apply: ~10 % in BenchmarkStatusWrite), and status writes are
-// most of what the API server does for Parley at scale (docs/benchmarks.md).
+// encoding of the stored object and no patch to apply; BenchmarkStatusWrite measures it), and
+// status writes are most of what the API server does for Parley at scale (docs/benchmarks.md).
 //
 // Status field ownership: the controllers write every status field; the Session API writes
-// only status.lastActivityTime: handed to the reconciler on the replica that runs it
-// (ActivityHandoff), with its own narrow patch on the others, which the controller reads. Such
-// a patch makes a racing controller write conflict once and retry.
+// only status.lastActivityTime: handed to the reconciler on the replica that runs it, with its
+// own narrow patch on the others, which the controller reads (package session, "The activity
+// hand-off"). Such a patch makes a racing controller write conflict once and retry.
 func WriteStatus[T client.Object](ctx context.Context, c client.Client, before, obj T, statusOf func(T) any) error {
 	if apiequality.Semantic.DeepEqual(statusOf(before), statusOf(obj)) {
 		return nil

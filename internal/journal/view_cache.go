@@ -12,7 +12,7 @@ import (
 // DefaultViewBudget bounds the stored bytes of the histories whose views stay in memory.
 const DefaultViewBudget = 256 << 20
 
-// Views keeps one View per history so that each reconcile (and each Session API read) only
+// Views is the cache of views: one View per history, so that each reconcile (and each Session API read) only
 // folds in what was appended since the last one. Views past the byte budget are dropped,
 // least recently used first, and rebuilt from the store when next needed. Safe for concurrent
 // use; one view is used by one caller at a time.
@@ -23,7 +23,7 @@ type Views struct {
 	mu    sync.Mutex
 	views map[string]*viewEntry
 	// total is the sum of the held views' bytes, kept as they change: summing on every use
-	// was quadratic in the number of histories (20 % of the manager's CPU at 10,000).
+	// would be quadratic in the number of histories.
 	total    int64
 	counters map[string]tokens.Counter
 	clock    func() time.Time
