@@ -66,53 +66,14 @@ type options struct {
 	agentCAConfigMap     string
 	nodeLostGrace        time.Duration
 	pprofAddr            string
+	sessionAPILimits     sessionapi.Limits
+	sessionAPIReviews    sessionapi.ReviewLimits
+	sessionAPIAccessLog  bool
 }
 
 func main() {
 	var o options
-	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443",
-		"Address the metrics endpoint binds to, e.g. :8443 (HTTPS) or :8080 with --metrics-secure=false. 0 disables it.")
-	flag.BoolVar(&o.secureMetrics, "metrics-secure", true,
-		"Serve metrics over HTTPS with authentication and authorisation by the apiserver.")
-	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address the health and readiness probes bind to.")
-	flag.BoolVar(&o.enableLeaderElection, "leader-elect", true,
-		"Elect a leader so that only one of several replicas reconciles at a time.")
-	flag.StringVar(&o.leaderElectionNS, "leader-election-namespace", "",
-		"Namespace of the leader-election lease; defaults to the manager's own namespace.")
-	flag.StringVar(&o.watchNamespaces, "watch-namespaces", "",
-		"Comma-separated namespaces to watch; empty watches all namespaces.")
-	flag.BoolVar(&o.enableHTTP2, "enable-http2", false,
-		"Serve metrics over HTTP/2 (off by default: CVE-2023-44487 and CVE-2023-39325).")
-	flag.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 500, "Queries per second to the API server for the controllers (status, events, Checkpoints).")
-	flag.IntVar(&o.kubeAPIBurst, "kube-api-burst", 1000, "Burst of queries to the API server for the controllers.")
-	flag.Float64Var(&o.historyAPIQPS, "history-api-qps", 600,
-		"Queries per second to the API server for ConfigMap histories (their own client: history writes do not starve the controllers).")
-	flag.IntVar(&o.historyAPIBurst, "history-api-burst", 1200, "Burst of queries to the API server for ConfigMap histories.")
-	flag.IntVar(&o.concurrency, "max-concurrent-reconciles", 16,
-		"Conversations reconciled in parallel (a reconcile waits on the API server and the history store).")
-	flag.IntVar(&o.eventsInFlight, "max-events-in-flight", eventsink.DefaultInFlight,
-		"Events sent to the API server at once (more wait their turn, so a burst of transitions does not delay status writes).")
-	flag.IntVar(&o.compactions, "max-concurrent-compactions", compaction.DefaultConcurrency,
-		"Compactions run in parallel by the leader (a Summarize compaction waits on a model for up to minutes).")
-	flag.StringVar(&o.sessionAPIAddr, "session-api-bind-address", ":8082",
-		"Address the Session API (agents' appends and reads) binds to; 0 disables it. Served by every replica.")
-	flag.StringVar(&o.sessionAPICertDir, "session-api-cert-dir", "",
-		"Folder with tls.crt and tls.key for the Session API (e.g. a cert-manager Secret); reloaded on change. "+
-			"Empty: a self-signed certificate made at start.")
-	flag.StringVar(&o.sessionAPIHosts, "session-api-hosts", "localhost,127.0.0.1",
-		"Comma-separated names and addresses of the self-signed Session API certificate.")
-	flag.BoolVar(&o.sessionAPIInsecure, "session-api-insecure", false,
-		"Serve the Session API over plain HTTP. For local runs only: bearer tokens travel in the clear.")
-	flag.StringVar(&o.agentAPIURL, "agent-api-url", "",
-		"The Session API's URL as agent pods reach it (their PARLEY_API_URL). Empty: "+
-			"https://parley-session-api.<the manager's namespace>.svc:8082 when POD_NAMESPACE is set.")
-	flag.StringVar(&o.agentCAConfigMap, "agent-ca-configmap", "",
-		"A ConfigMap (key ca.crt, in each agent's namespace) mounted into agent pods as PARLEY_CA_FILE, for a Session API certificate agents do not trust otherwise.")
-	flag.DurationVar(&o.nodeLostGrace, "node-lost-grace", controller.DefaultNodeLostGrace,
-		"How long an agent pod's node may be NotReady before the agent counts as crashed (NodeLost) and is restarted elsewhere.")
-	flag.StringVar(&o.pprofAddr, "pprof-bind-address", "",
-		"Address Go's pprof endpoints (/debug/pprof/) bind to, for profiling; empty or 0 disables them. "+
-			"Unauthenticated: bind to loopback or keep the port closed.")
+	bindFlags(flag.CommandLine, &o)
 	showVersion := flag.Bool("version", false, "Print the version and build information and exit.")
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine) // --zap-log-level, --zap-encoder (json|console), ...
@@ -129,9 +90,89 @@ func main() {
 	}
 }
 
+// bindFlags binds the manager's options to fs, with their defaults.
+func bindFlags(fs *flag.FlagSet, o *options) {
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443",
+		"Address the metrics endpoint binds to, e.g. :8443 (HTTPS) or :8080 with --metrics-secure=false. 0 disables it.")
+	fs.BoolVar(&o.secureMetrics, "metrics-secure", true,
+		"Serve metrics over HTTPS with authentication and authorisation by the apiserver.")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address the health and readiness probes bind to.")
+	fs.BoolVar(&o.enableLeaderElection, "leader-elect", true,
+		"Elect a leader so that only one of several replicas reconciles at a time.")
+	fs.StringVar(&o.leaderElectionNS, "leader-election-namespace", "",
+		"Namespace of the leader-election lease; defaults to the manager's own namespace.")
+	fs.StringVar(&o.watchNamespaces, "watch-namespaces", "",
+		"Comma-separated namespaces to watch; empty watches all namespaces.")
+	fs.BoolVar(&o.enableHTTP2, "enable-http2", false,
+		"Serve metrics over HTTP/2 (off by default: CVE-2023-44487 and CVE-2023-39325).")
+	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 500, "Queries per second to the API server for the controllers (status, events, Checkpoints).")
+	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 1000, "Burst of queries to the API server for the controllers.")
+	fs.Float64Var(&o.historyAPIQPS, "history-api-qps", 600,
+		"Queries per second to the API server for ConfigMap histories (their own client: history writes do not starve the controllers).")
+	fs.IntVar(&o.historyAPIBurst, "history-api-burst", 1200, "Burst of queries to the API server for ConfigMap histories.")
+	fs.IntVar(&o.concurrency, "max-concurrent-reconciles", 16,
+		"Conversations reconciled in parallel (a reconcile waits on the API server and the history store).")
+	fs.IntVar(&o.eventsInFlight, "max-events-in-flight", eventsink.DefaultInFlight,
+		"Events sent to the API server at once (more wait their turn, so a burst of transitions does not delay status writes).")
+	fs.IntVar(&o.compactions, "max-concurrent-compactions", compaction.DefaultConcurrency,
+		"Compactions run in parallel by the leader (a Summarize compaction waits on a model for up to minutes).")
+	fs.StringVar(&o.sessionAPIAddr, "session-api-bind-address", ":8082",
+		"Address the Session API (agents' appends and reads) binds to; 0 disables it. Served by every replica.")
+	fs.StringVar(&o.sessionAPICertDir, "session-api-cert-dir", "",
+		"Folder with tls.crt and tls.key for the Session API (e.g. a cert-manager Secret); reloaded on change. "+
+			"Empty: a self-signed certificate made at start.")
+	fs.StringVar(&o.sessionAPIHosts, "session-api-hosts", "localhost,127.0.0.1",
+		"Comma-separated names and addresses of the self-signed Session API certificate.")
+	fs.BoolVar(&o.sessionAPIInsecure, "session-api-insecure", false,
+		"Serve the Session API over plain HTTP. For local runs only: bearer tokens travel in the clear.")
+	fs.StringVar(&o.agentAPIURL, "agent-api-url", "",
+		"The Session API's URL as agent pods reach it (their PARLEY_API_URL). Empty: "+
+			"https://parley-session-api.<the manager's namespace>.svc:8082 when POD_NAMESPACE is set.")
+	fs.StringVar(&o.agentCAConfigMap, "agent-ca-configmap", "",
+		"A ConfigMap (key ca.crt, in each agent's namespace) mounted into agent pods as PARLEY_CA_FILE, for a Session API certificate agents do not trust otherwise.")
+	fs.DurationVar(&o.nodeLostGrace, "node-lost-grace", controller.DefaultNodeLostGrace,
+		"How long an agent pod's node may be NotReady before the agent counts as crashed (NodeLost) and is restarted elsewhere.")
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "",
+		"Address Go's pprof endpoints (/debug/pprof/) bind to, for profiling; empty or 0 disables them. "+
+			"Unauthenticated: bind to loopback or keep the port closed.")
+	fs.BoolVar(&o.sessionAPIAccessLog, "session-api-access-log", true,
+		"Log one line per Session API request at info level (who, which conversation, method and route, status, bytes, duration; never content).")
+	o.sessionAPILimits.Flags(fs)
+	o.sessionAPIReviews.Flags(fs)
+}
+
 func run(ctx context.Context, o options) error {
 	log := ctrl.Log.WithName("setup")
+	restCfg := withRates(ctrl.GetConfigOrDie(), o)
+	mgr, err := ctrl.NewManager(restCfg, managerOptions(o))
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+	if err := setupManager(ctx, restCfg, mgr, o); err != nil {
+		return err
+	}
+	metrics.Register(mgr.GetClient())
 
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding readiness check: %w", err)
+	}
+
+	log.Info("starting manager", "leaderElection", o.enableLeaderElection)
+	return mgr.Start(ctx)
+}
+
+// withRates sets the controllers' client-side rate limits toward the API server on cfg.
+func withRates(cfg *rest.Config, o options) *rest.Config {
+	cfg.QPS, cfg.Burst = float32(o.kubeAPIQPS), o.kubeAPIBurst
+	return cfg
+}
+
+// managerOptions are the controller-runtime manager's options from the flags.
+func managerOptions(o options) ctrl.Options {
+	log := ctrl.Log.WithName("setup")
 	var tlsOpts []func(*tls.Config)
 	if !o.enableHTTP2 {
 		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
@@ -154,9 +195,7 @@ func run(ctx context.Context, o options) error {
 		log.Info("watching namespaces", "namespaces", ns)
 	}
 
-	restCfg := ctrl.GetConfigOrDie()
-	restCfg.QPS, restCfg.Burst = float32(o.kubeAPIQPS), o.kubeAPIBurst
-	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
+	return ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsOpts,
 		HealthProbeBindAddress:  o.probeAddr,
@@ -167,11 +206,13 @@ func run(ctx context.Context, o options) error {
 		LeaderElectionReleaseOnCancel: true,
 		Cache:                         cacheOpts,
 		PprofBindAddress:              o.pprofAddr,
-	})
-	if err != nil {
-		return fmt.Errorf("creating manager: %w", err)
 	}
+}
 
+// setupManager adds to mgr what the manager runs (history stores, compaction, the
+// controllers, Events, the Session API) as the flags say. restCfg is mgr's config: the
+// ConfigMap histories and Events get clients of their own from it.
+func setupManager(ctx context.Context, restCfg *rest.Config, mgr ctrl.Manager, o options) error {
 	stores, err := newStores(restCfg, mgr, o)
 	if err != nil {
 		return err
@@ -225,21 +266,7 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("setting up the Checkpoint controller: %w", err)
 	}
 
-	if err := addSessionAPI(mgr, sessions, o, sessionTLS); err != nil {
-		return err
-	}
-
-	metrics.Register(mgr.GetClient())
-
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return fmt.Errorf("adding health check: %w", err)
-	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return fmt.Errorf("adding readiness check: %w", err)
-	}
-
-	log.Info("starting manager", "leaderElection", o.enableLeaderElection)
-	return mgr.Start(ctx)
+	return addSessionAPI(mgr, sessions, o, sessionTLS)
 }
 
 // newStores builds the history seam: ConfigMap histories through their own uncached client
@@ -307,7 +334,11 @@ func addSessionAPI(mgr ctrl.Manager, sessions *session.Sessions, o options, tlsS
 	}
 	api := &sessionapi.Server{
 		Addr: o.sessionAPIAddr, Reader: mgr.GetClient(), Writer: mgr.GetClient(), Sessions: sessions,
-		Auth: &sessionapi.Authorizer{Client: mgr.GetClient()}, TLS: tlsSetup,
+		Auth: &sessionapi.Authorizer{Client: mgr.GetClient(), Reviews: o.sessionAPIReviews},
+		TLS:  tlsSetup, Limits: o.sessionAPILimits,
+	}
+	if o.sessionAPIAccessLog {
+		api.AccessLog = ctrl.Log.WithName("session-api-access")
 	}
 	if o.sessionAPIInsecure {
 		ctrl.Log.WithName("setup").Info("WARNING: the Session API serves plain HTTP (--session-api-insecure)")

@@ -3,6 +3,8 @@ package sessionapi
 import (
 	"context"
 	"crypto/sha256"
+	"flag"
+	"slices"
 	"fmt"
 	"sync"
 	"time"
@@ -43,24 +45,83 @@ type caller struct {
 	podUID string
 }
 
-// Authorizer authenticates bearer tokens with TokenReview (audience parley) and authorises
-// with SubjectAccessReview, caching both results briefly and boundedly. A token bound to a pod
-// may only touch the conversation whose agent pod that is: agent A cannot reach conversation B
+// Authorizer authenticates bearer tokens with TokenReview and authorises with
+// SubjectAccessReview, caching both results briefly and boundedly. A token bound to a pod may
+// only touch the conversation whose agent pod that is: agent A cannot reach conversation B
 // even in the same namespace with the same ServiceAccount.
+//
+// What a flood of reviews could cost is bounded (see reviewcache.go): one TokenReview per
+// token, positive and negative answers cached apart with LRU eviction (a flood of junk never
+// evicts a known caller), TokenReviews one source address may cause limited per second, and
+// reviews in flight capped.
 type Authorizer struct {
 	// Client creates TokenReviews and SubjectAccessReviews (the manager's own client).
 	Client client.Client
-	// TTL bounds how long a review result is trusted; MaxEntries bounds each cache.
-	TTL        time.Duration
-	MaxEntries int
-	now        func() time.Time
+	// TTL bounds how long an accepted token or an access answer is trusted, NegativeTTL how
+	// long a refused token is; MaxEntries bounds each cache.
+	TTL         time.Duration
+	NegativeTTL time.Duration
+	MaxEntries  int
+	// Reviews bounds the reviews floods could cost.
+	Reviews ReviewLimits
+	now     func() time.Time
 
-	mu     sync.Mutex
-	tokens map[[32]byte]cached[*caller]
-	access map[string]cached[bool]
+	init    sync.Once
+	caches  *reviewCaches
+	sources *keyedLimiter
+	slots   chan struct{}
 	// reviews lets concurrent requests that miss the cache for the same token, or the same
 	// access, share one review: a burst of calls asks the API server once, not once per call.
 	reviews singleflight.Group
+}
+
+// Review defaults.
+const (
+	DefaultReviewTTL         = 10 * time.Second
+	DefaultNegativeReviewTTL = 5 * time.Second
+	DefaultReviewEntries     = 10_000
+	DefaultReviewsInFlight   = 32
+	// reviewWait bounds how long a review waits for a slot before the request gets 503.
+	reviewWait = time.Second
+)
+
+// ReviewLimits bound what floods of reviews may cost. A zero field takes its default; a
+// negative one switches that bound off.
+type ReviewLimits struct {
+	// PerSource limits the TokenReviews that requests from one source address may cause,
+	// checked before the review (429 past it).
+	PerSource Rate
+	// InFlight caps the reviews waiting on the API server at once (503 past it).
+	InFlight int
+}
+
+// DefaultReviewsPerSource: a source address (an agent pod; the API server for callers through
+// its service proxy) brings a token the replica does not know a few times a minute, and a
+// junk-token flood from one address costs a bounded number of TokenReviews.
+var DefaultReviewsPerSource = Rate{PerSecond: 20, Burst: 40}
+
+// Flags binds the review bounds to fs as --session-api-… flags.
+func (l *ReviewLimits) Flags(fs *flag.FlagSet) {
+	fs.Float64Var(&l.PerSource.PerSecond, "session-api-source-review-rate", DefaultReviewsPerSource.PerSecond,
+		"TokenReviews per second that requests from one source address may cause, checked before the review "+
+			"(429 past it; bursts of twice as many). Tokens the replica already knows cost none.")
+	fs.IntVar(&l.InFlight, "session-api-max-reviews-in-flight", DefaultReviewsInFlight,
+		"TokenReviews and SubjectAccessReviews a replica waits on at once (503 past it).")
+}
+
+func (a *Authorizer) setup() {
+	a.init.Do(func() {
+		fill(&a.TTL, DefaultReviewTTL)
+		fill(&a.NegativeTTL, DefaultNegativeReviewTTL)
+		fill(&a.MaxEntries, DefaultReviewEntries)
+		fill(&a.Reviews.InFlight, DefaultReviewsInFlight)
+		fillRate(&a.Reviews.PerSource, DefaultReviewsPerSource)
+		a.caches = newReviewCaches(a.MaxEntries, clockFunc(a.clock))
+		a.sources = newKeyedLimiter(a.Reviews.PerSource, maxLimiterKeys)
+		if a.Reviews.InFlight > 0 {
+			a.slots = make(chan struct{}, a.Reviews.InFlight)
+		}
+	})
 }
 
 // reviewed is what a shared review found: a result to use, or a problem (not cached).
@@ -79,32 +140,58 @@ func review[T any](a *Authorizer, key string, fill func() (T, *wire.Problem)) (T
 	return r.value, r.problem
 }
 
-type cached[T any] struct {
-	value T
-	at    time.Time
+// create creates a review once a review slot is free; a review that found none in time, or
+// that the API server did not answer, is a 503 saying so.
+func (a *Authorizer) create(ctx context.Context, obj client.Object, what string) *wire.Problem {
+	if a.slots != nil {
+		wait, cancel := context.WithTimeout(ctx, reviewWait)
+		defer cancel()
+		select {
+		case a.slots <- struct{}{}:
+			defer func() { <-a.slots }()
+		case <-wait.Done():
+			return problem(503, wire.ProblemUnavailable, "Service Unavailable", "too many reviews are waiting on the API server")
+		}
+	}
+	if err := a.Client.Create(ctx, obj); err != nil {
+		return problem(503, wire.ProblemUnavailable, "Service Unavailable", "the API server could not review the "+what)
+	}
+	return nil
 }
 
-// authenticate returns the token's identity, or a 401 problem.
-func (a *Authorizer) authenticate(ctx context.Context, token string) (*caller, *wire.Problem) {
+var errNotAuthenticated = problem(401, wire.ProblemUnauthorized, "Unauthorized",
+	"the token was not accepted (expired, revoked, or for neither audience parley nor the API server)")
+
+// authenticate returns the token's identity, or a 401 problem. source is the request's
+// address: a token not in the caches costs a review, which source's budget must allow ("":
+// none is charged, for a stream already authenticated).
+func (a *Authorizer) authenticate(ctx context.Context, token, source string) (*caller, *wire.Problem) {
+	a.setup()
 	if token == "" {
 		return nil, problem(401, wire.ProblemUnauthorized, "Unauthorized",
 			"send a bearer token: the pod's projected ServiceAccount token with audience parley, or your own")
 	}
 	key := sha256.Sum256([]byte(token))
-	if c, ok := lookup(a, &a.tokens, key); ok {
+	if c, known := a.caches.token(key); known {
 		if c == nil {
-			return nil, problem(401, wire.ProblemUnauthorized, "Unauthorized", "the token was not accepted")
+			return nil, errNotAuthenticated
 		}
 		return c, nil
 	}
 	c, p := review(a, "token\x00"+string(key[:]), func() (*caller, *wire.Problem) {
 		// A caller that missed the cache just as the previous shared review filled it.
-		if c, ok := lookup(a, &a.tokens, key); ok {
+		if c, known := a.caches.token(key); known {
 			return c, nil
+		}
+		if source != "" {
+			// Retry-After: 1 s covers the wait for one token at any rate of 1/s or more.
+			if d := a.sources.take(source, a.clock()); d > 0 {
+				return nil, problem(429, wire.ProblemOverloaded, "Too Many Requests", "too many unknown tokens from this address")
+			}
 		}
 		c, p := a.reviewToken(ctx, token)
 		if p == nil {
-			store(a, &a.tokens, key, c)
+			a.caches.storeToken(key, c, a.TTL, a.NegativeTTL)
 		}
 		return c, p
 	})
@@ -112,36 +199,31 @@ func (a *Authorizer) authenticate(ctx context.Context, token string) (*caller, *
 		return nil, p
 	}
 	if c == nil {
-		return nil, problem(401, wire.ProblemUnauthorized, "Unauthorized", "the token was not accepted (expired, revoked, or for neither audience parley nor the API server)")
+		return nil, errNotAuthenticated
 	}
 	return c, nil
 }
 
-// reviewToken asks the API server who the token is (audience parley, else the API server's
-// own); a nil caller: not authenticated.
+// reviewToken asks the API server who the token is, in one review: for audience parley when
+// the token says it is for parley, else for the API server's own audiences (a nil caller: not
+// authenticated).
 func (a *Authorizer) reviewToken(ctx context.Context, token string) (*caller, *wire.Problem) {
-	tr := &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token, Audiences: []string{wire.Audience}}}
-	if err := a.Client.Create(ctx, tr); err != nil {
-		return nil, problem(503, wire.ProblemUnavailable, "Service Unavailable", "the API server could not review the token")
+	audiences := reviewAudiences(token)
+	tr := &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token, Audiences: audiences}}
+	if p := a.create(ctx, tr, "token"); p != nil {
+		return nil, p
 	}
-	if !tr.Status.Authenticated {
-		// A person's own token (a kubeconfig's, sent by kubectl parley) is for the API server's
-		// audience. It gives the Session API nothing the API server would not grant that token:
-		// RBAC on conversations/history and the pod binding still decide.
-		tr = &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token}}
-		if err := a.Client.Create(ctx, tr); err != nil {
-			return nil, problem(503, wire.ProblemUnavailable, "Service Unavailable", "the API server could not review the token")
-		}
+	// An API server that does not check audiences answers without them: refused, as the
+	// TokenReview API asks of whoever sets spec.audiences.
+	if !tr.Status.Authenticated || (len(audiences) > 0 && !slices.Contains(tr.Status.Audiences, wire.Audience)) {
+		return nil, nil
 	}
-	var c *caller
-	if tr.Status.Authenticated {
-		c = &caller{user: tr.Status.User}
-		if names := tr.Status.User.Extra[extraPodName]; len(names) == 1 {
-			ns := namespaceOf(tr.Status.User.Username)
-			c.podKey = ns + "/" + names[0]
-			if uids := tr.Status.User.Extra[extraPodUID]; len(uids) == 1 {
-				c.podUID = uids[0]
-			}
+	c := &caller{user: tr.Status.User}
+	if names := tr.Status.User.Extra[extraPodName]; len(names) == 1 {
+		ns := namespaceOf(tr.Status.User.Username)
+		c.podKey = ns + "/" + names[0]
+		if uids := tr.Status.User.Extra[extraPodUID]; len(uids) == 1 {
+			c.podUID = uids[0]
 		}
 	}
 	return c, nil
@@ -180,20 +262,20 @@ func (a *Authorizer) authorize(ctx context.Context, c *caller, conv *parleyv1alp
 }
 
 // authorizeResource asks the API server (SubjectAccessReview) whether the caller may act on a
-// resource, caching the answer for TTL.
+// resource, caching the answer for TTL under the caller's whole user info.
 func (a *Authorizer) authorizeResource(ctx context.Context, c *caller, attrs *authzv1.ResourceAttributes) *wire.Problem {
-	key := fmt.Sprintf("%s|%s\x00%s\x00%s\x00%s\x00%s\x00%s\x00%s", c.user.UID, c.user.Username,
-		attrs.Namespace, attrs.Verb, attrs.Group, attrs.Resource, attrs.Subresource, attrs.Name)
+	a.setup()
+	key := accessKey(c.user, attrs)
 	denied := problem(403, wire.ProblemForbidden, "Forbidden", fmt.Sprintf("%s may not %s %s.%s %s in namespace %s",
 		c.user.Username, attrs.Verb, attrs.Resource, attrs.Group, attrs.Subresource, attrs.Namespace))
-	if ok, hit := lookup(a, &a.access, key); hit {
+	if ok, hit := a.caches.access(key); hit {
 		if !ok {
 			return denied
 		}
 		return nil
 	}
 	allowed, p := review(a, "access\x00"+key, func() (bool, *wire.Problem) {
-		if ok, hit := lookup(a, &a.access, key); hit {
+		if ok, hit := a.caches.access(key); hit {
 			return ok, nil
 		}
 		extra := map[string]authzv1.ExtraValue{}
@@ -203,10 +285,10 @@ func (a *Authorizer) authorizeResource(ctx context.Context, c *caller, attrs *au
 		sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
 			User: c.user.Username, UID: c.user.UID, Groups: c.user.Groups, Extra: extra, ResourceAttributes: attrs,
 		}}
-		if err := a.Client.Create(ctx, sar); err != nil {
-			return false, problem(503, wire.ProblemUnavailable, "Service Unavailable", "the API server could not review the access")
+		if p := a.create(ctx, sar, "access"); p != nil {
+			return false, p
 		}
-		store(a, &a.access, key, sar.Status.Allowed)
+		a.caches.storeAccess(key, sar.Status.Allowed, a.TTL)
 		return sar.Status.Allowed, nil
 	})
 	if p != nil {
@@ -237,50 +319,6 @@ func namespaceOf(username string) string {
 		}
 	}
 	return ""
-}
-
-// lookup reads a cache under the lock (store may replace the map itself).
-func lookup[K comparable, V any](a *Authorizer, m *map[K]cached[V], key K) (V, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	e, ok := (*m)[key]
-	if !ok || a.clock().Sub(e.at) >= a.ttl() {
-		var zero V
-		return zero, false
-	}
-	return e.value, true
-}
-
-func store[K comparable, V any](a *Authorizer, m *map[K]cached[V], key K, v V) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if *m == nil {
-		*m = map[K]cached[V]{}
-	}
-	limit := a.MaxEntries
-	if limit <= 0 {
-		limit = 10000
-	}
-	if len(*m) >= limit {
-		// Bounded: drop expired entries, and everything if that is not enough.
-		now := a.clock()
-		for k, e := range *m {
-			if now.Sub(e.at) >= a.ttl() {
-				delete(*m, k)
-			}
-		}
-		if len(*m) >= limit {
-			clear(*m)
-		}
-	}
-	(*m)[key] = cached[V]{value: v, at: a.clock()}
-}
-
-func (a *Authorizer) ttl() time.Duration {
-	if a.TTL > 0 {
-		return a.TTL
-	}
-	return 10 * time.Second
 }
 
 func (a *Authorizer) clock() time.Time {

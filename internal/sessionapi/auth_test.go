@@ -54,7 +54,7 @@ func TestConcurrentMissesShareOneReview(t *testing.T) {
 	errs := make(chan string, callers)
 	for range callers {
 		wg.Go(func() {
-			caller, p := a.authenticate(context.Background(), "the-token")
+			caller, p := a.authenticate(context.Background(), "the-token", "")
 			if p == nil {
 				p = a.authorize(context.Background(), caller, conv, AccessWrite)
 			}

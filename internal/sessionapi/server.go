@@ -14,9 +14,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -28,27 +28,6 @@ import (
 	"github.com/parley-dev/parley/internal/session"
 	"github.com/parley-dev/parley/pkg/wire"
 )
-
-// Limits bound what one request and one client may cost.
-type Limits struct {
-	// MaxBodyBytes bounds a request body (413 past it).
-	MaxBodyBytes int64
-	// MaxBatch bounds the messages of one append (413 past it).
-	MaxBatch int
-	// MaxPage bounds a read page.
-	MaxPage int
-	// PerConversation and PerClient are sustained requests per second (429 past them), with
-	// bursts of Burst.
-	PerConversation rate.Limit
-	PerClient       rate.Limit
-	Burst           int
-}
-
-// DefaultLimits are the limits when none are given.
-var DefaultLimits = Limits{
-	MaxBodyBytes: 4 << 20, MaxBatch: 500, MaxPage: 1000,
-	PerConversation: 200, PerClient: 400, Burst: 400,
-}
 
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
@@ -70,8 +49,38 @@ type Server struct {
 	ResetWait time.Duration
 	// TLS, when set, serves HTTPS with it; plain HTTP otherwise (local runs only).
 	TLS TLSSetup
+	// AccessLog receives one line per request (who, which conversation, what, the answer; no
+	// content); the zero Logger writes none.
+	AccessLog logr.Logger
+	now       func() time.Time
 
-	limiters sync.Map // key -> *rate.Limiter
+	init sync.Once
+	lim  Limits
+	// The limits' state: request rates per conversation and per identity, requests and body
+	// bytes in flight, open follow streams per identity and per conversation.
+	conversations, identities *keyedLimiter
+	requests, bodies          *budget
+	identityStreams           *budget
+	conversationStreams       *budget
+}
+
+func (s *Server) setup() {
+	s.init.Do(func() {
+		s.lim = s.Limits.withDefaults()
+		s.conversations = newKeyedLimiter(s.lim.PerConversation, maxLimiterKeys)
+		s.identities = newKeyedLimiter(s.lim.PerIdentity, maxLimiterKeys)
+		s.requests = newBudget(int64(s.lim.InFlight), int64(s.lim.InFlightPerIdentity))
+		s.bodies = newBudget(s.lim.BodyBytesInFlight, s.lim.BodyBytesInFlightPerIdentity)
+		s.identityStreams = newBudget(0, int64(s.lim.FollowsPerIdentity))
+		s.conversationStreams = newBudget(0, int64(s.lim.FollowsPerConversation))
+	})
+}
+
+func (s *Server) clock() time.Time {
+	if s.now != nil {
+		return s.now()
+	}
+	return time.Now()
 }
 
 // NeedLeaderElection is false: every replica serves the API.
@@ -131,9 +140,8 @@ func (s *Server) Handler() http.Handler {
 	route("GET", "/transcript", AccessRead, s.getTranscript)
 	route("GET", "/transcripts", AccessRead, s.listTranscripts)
 	// A follow is a stream, timed apart from page reads.
-	messages := s.serve(AccessRead, s.getMessages)
-	pages := instrumented(routeName("GET", "/messages"), messages)
-	streams := instrumented(routeName("GET", "/messages")+" (follow)", messages)
+	pages := instrumented(routeName("GET", "/messages"), s.serve(AccessRead, s.getMessages))
+	streams := instrumented(routeName("GET", "/messages")+" (follow)", s.serveStream(AccessRead, s.getMessages))
 	mux.Handle("GET "+conversationPath+"/messages", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("follow") == "true" {
 			streams.ServeHTTP(w, r)
@@ -144,7 +152,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("/", instrumented("other", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, problem(404, wire.ProblemNotFound, "Not Found", "no such endpoint: "+r.Method+" "+r.URL.Path), 0)
 	})))
-	return mux
+	return accessLogged(s.AccessLog, s.clock, mux)
 }
 
 // conversationPath is the path of a conversation; its endpoints follow it.
@@ -174,48 +182,89 @@ type request struct {
 
 type handler func(w http.ResponseWriter, r *http.Request, req *request) *wire.Problem
 
-// serve authenticates, rate-limits, finds the conversation and authorises, then calls h.
-// Problems found before the conversation is known never say whether it exists.
-func (s *Server) serve(access Access, h handler) http.HandlerFunc {
+// serve runs a request's checks, then h.
+func (s *Server) serve(access Access, h handler) http.HandlerFunc { return s.checked(access, h, false) }
+
+// serveStream runs a follow stream's checks, then h, and checks the caller again while the
+// stream runs.
+func (s *Server) serveStream(access Access, h handler) http.HandlerFunc { return s.checked(access, h, true) }
+
+// checked runs the checks of every request, each before the work it protects: authentication
+// (a token this replica does not know costs a review that its source address must afford),
+// the identity's rate, its share of the requests and body bytes in flight (follow streams are
+// counted apart, after authorisation), the conversation and the caller's access to it, and
+// the conversation's rate. Problems found before the conversation is known never say whether
+// it exists.
+func (s *Server) checked(access Access, h handler, stream bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		s.setup()
 		ctx := r.Context()
-		c, p := s.Auth.authenticate(ctx, bearerToken(r))
+		token := bearerToken(r)
+		c, p := s.Auth.authenticate(ctx, token, sourceAddress(r))
 		if p != nil {
 			writeProblem(w, p, 0)
 			return
 		}
 		key := types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
-		if d := s.throttle("client:"+c.user.UID+"|"+c.user.Username, s.limits().PerClient); d > 0 {
-			writeProblem(w, problem(429, wire.ProblemOverloaded, "Too Many Requests", "this client sends too many requests"), d)
+		entryOf(r).identify(c, key)
+		id := c.identity()
+		if d := s.identities.take(id, s.clock()); d > 0 {
+			writeProblem(w, problem(429, wire.ProblemOverloaded, "Too Many Requests", "this identity sends too many requests"), d)
 			return
 		}
-		conv := &parleyv1alpha1.Conversation{}
-		if err := s.Reader.Get(ctx, key, conv); err != nil {
-			if client.IgnoreNotFound(err) == nil {
-				// Authorise against the name anyway, so a caller without access cannot probe.
-				conv.Namespace, conv.Name = key.Namespace, key.Name
-				if p := s.Auth.authorize(ctx, c, conv, access); p != nil {
-					writeProblem(w, p, 0)
-					return
-				}
-				writeProblem(w, problem(404, wire.ProblemNotFound, "Not Found", "conversation "+key.String()+" does not exist"), 0)
+		if !stream {
+			release, p := s.admitRequest(r, id)
+			if p != nil {
+				writeProblem(w, p, 0)
 				return
 			}
-			writeProblem(w, problem(503, wire.ProblemUnavailable, "Service Unavailable", "reading the conversation failed"), 0)
-			return
+			defer release()
 		}
-		if p := s.Auth.authorize(ctx, c, conv, access); p != nil {
+		conv, p := s.conversation(ctx, c, key, access)
+		if p != nil {
 			writeProblem(w, p, 0)
 			return
 		}
-		if d := s.throttle("conv:"+key.String(), s.limits().PerConversation); d > 0 {
+		if d := s.conversations.take("conv:"+key.String(), s.clock()); d > 0 {
 			writeProblem(w, problem(429, wire.ProblemOverloaded, "Too Many Requests", "this conversation receives too many requests"), d)
 			return
+		}
+		if stream {
+			release, p := s.admitStream(id, key)
+			if p != nil {
+				writeProblem(w, p, 0)
+				return
+			}
+			defer release()
+			var stop func()
+			r, stop = s.reauthorizing(r, token, key, access)
+			defer stop()
 		}
 		if p := h(w, r, &request{conv: conv, caller: c}); p != nil {
 			writeProblem(w, p, time.Second)
 		}
 	}
+}
+
+// conversation reads the conversation and authorises the caller's access to it. A caller
+// without access learns nothing of whether it exists.
+func (s *Server) conversation(ctx context.Context, c *caller, key types.NamespacedName, access Access) (*parleyv1alpha1.Conversation, *wire.Problem) {
+	conv := &parleyv1alpha1.Conversation{}
+	if err := s.Reader.Get(ctx, key, conv); err != nil {
+		if client.IgnoreNotFound(err) != nil {
+			return nil, problem(503, wire.ProblemUnavailable, "Service Unavailable", "reading the conversation failed")
+		}
+		// Authorise against the name anyway, so a caller without access cannot probe.
+		conv.Namespace, conv.Name = key.Namespace, key.Name
+		if p := s.Auth.authorize(ctx, c, conv, access); p != nil {
+			return nil, p
+		}
+		return nil, problem(404, wire.ProblemNotFound, "Not Found", "conversation "+key.String()+" does not exist")
+	}
+	if p := s.Auth.authorize(ctx, c, conv, access); p != nil {
+		return nil, p
+	}
+	return conv, nil
 }
 
 // bearerToken is the request's bearer token: from Authorization, or else from
@@ -230,36 +279,9 @@ func bearerToken(r *http.Request) string {
 	return strings.TrimSpace(token)
 }
 
-// throttle takes a token from key's limiter and says how long to wait when there is none.
-func (s *Server) throttle(key string, limit rate.Limit) time.Duration {
-	if limit <= 0 {
-		return 0
-	}
-	l, _ := s.limiters.LoadOrStore(key, rate.NewLimiter(limit, max(s.limits().Burst, 1)))
-	res := l.(*rate.Limiter).Reserve()
-	if d := res.Delay(); d > 0 {
-		res.Cancel()
-		return d
-	}
-	return 0
-}
-
 func (s *Server) limits() Limits {
-	l := s.Limits
-	d := DefaultLimits
-	if l.MaxBodyBytes <= 0 {
-		l.MaxBodyBytes = d.MaxBodyBytes
-	}
-	if l.MaxBatch <= 0 {
-		l.MaxBatch = d.MaxBatch
-	}
-	if l.MaxPage <= 0 {
-		l.MaxPage = d.MaxPage
-	}
-	if l.Burst <= 0 {
-		l.Burst = d.Burst
-	}
-	return l
+	s.setup()
+	return s.lim
 }
 
 // historyReady reports whether a conversation's history can be used, or why not. An expired
