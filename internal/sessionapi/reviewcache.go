@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -84,9 +85,16 @@ func accessKey(u authnv1.UserInfo, attrs *authzv1.ResourceAttributes) string {
 	}
 	part(u.Username)
 	part(u.UID)
-	groups := slices.Clone(u.Groups)
-	slices.Sort(groups)
-	part(strings.Join(groups, "\x00"))
+	list := func(values []string) {
+		sorted := slices.Clone(values)
+		slices.Sort(sorted)
+		part(strconv.Itoa(len(sorted)))
+		for _, v := range sorted {
+			part(v)
+		}
+	}
+	list(u.Groups)
+	part(strconv.Itoa(len(u.Extra)))
 	keys := make([]string, 0, len(u.Extra))
 	for k := range u.Extra {
 		keys = append(keys, k)
@@ -94,9 +102,7 @@ func accessKey(u authnv1.UserInfo, attrs *authzv1.ResourceAttributes) string {
 	slices.Sort(keys)
 	for _, k := range keys {
 		part(k)
-		values := slices.Clone(u.Extra[k])
-		slices.Sort(values)
-		part(strings.Join(values, "\x00"))
+		list(u.Extra[k])
 	}
 	for _, s := range []string{attrs.Namespace, attrs.Verb, attrs.Group, attrs.Resource, attrs.Subresource, attrs.Name} {
 		part(s)

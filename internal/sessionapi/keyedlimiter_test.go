@@ -1,0 +1,53 @@
+package sessionapi
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+func TestKeyedLimiter(t *testing.T) {
+	now := time.Unix(0, 0)
+	k := newKeyedLimiter(Rate{PerSecond: 10, Burst: 2}, 3)
+	if k.take("a", now) != 0 || k.take("a", now) != 0 {
+		t.Fatal("the burst was refused")
+	}
+	if d := k.take("a", now); d <= 0 || d > 100*time.Millisecond {
+		t.Errorf("past the burst: wait %s, want up to 100ms", d)
+	}
+	if k.take("b", now) != 0 {
+		t.Error("another key shares a's bucket")
+	}
+	// Bounded: more keys than max keep max.
+	for i := range 10 {
+		k.take(fmt.Sprint("k", i), now)
+	}
+	if n := k.size(); n != 3 {
+		t.Errorf("%d buckets kept, want 3", n)
+	}
+	// Idle ones (full again after Burst/rate = 200ms) are dropped.
+	k.take("late", now.Add(time.Second))
+	if n := k.size(); n != 1 {
+		t.Errorf("%d buckets kept after the others idled, want 1", n)
+	}
+}
+
+func TestBudget(t *testing.T) {
+	b := newBudget(3, 2)
+	if b.acquire("x", 1) != admitted || b.acquire("x", 1) != admitted {
+		t.Fatal("within bounds refused")
+	}
+	if r := b.acquire("x", 1); r != overKey {
+		t.Errorf("past the key's bound: %v", r)
+	}
+	if b.acquire("y", 1) != admitted {
+		t.Fatal("y refused")
+	}
+	if r := b.acquire("z", 1); r != overTotal {
+		t.Errorf("past the total: %v", r)
+	}
+	b.release("x", 2)
+	if len(b.byKey) != 1 || b.acquire("z", 1) != admitted {
+		t.Error("a release did not free its share")
+	}
+}
