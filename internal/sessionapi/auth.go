@@ -4,8 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"flag"
-	"slices"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 

@@ -17,9 +17,9 @@ type budget struct {
 type refusal int
 
 const (
-	admitted refusal = iota
-	overKey          // the key's own share is used up: 429
-	overTotal        // the replica's is: 503
+	admitted  refusal = iota
+	overKey           // the key's own share is used up: 429
+	overTotal         // the replica's is: 503
 )
 
 func newBudget(total, perKey int64) *budget {

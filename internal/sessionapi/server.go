@@ -187,7 +187,9 @@ func (s *Server) serve(access Access, h handler) http.HandlerFunc { return s.che
 
 // serveStream runs a follow stream's checks, then h, and checks the caller again while the
 // stream runs.
-func (s *Server) serveStream(access Access, h handler) http.HandlerFunc { return s.checked(access, h, true) }
+func (s *Server) serveStream(access Access, h handler) http.HandlerFunc {
+	return s.checked(access, h, true)
+}
 
 // checked runs the checks of every request, each before the work it protects: authentication
 // (a token this replica does not know costs a review that its source address must afford),

@@ -65,9 +65,37 @@ var optionalArgs = []string{
 	`{{- with .Values.maxConcurrentCompactions }}`,
 	`- --max-concurrent-compactions={{ int . }}`,
 	`{{- end }}`,
+	`{{- if eq (toString .Values.sessionAPI.accessLog) "false" }}`,
+	`- --session-api-access-log=false`,
+	`{{- end }}`,
 	`{{- range .Values.extraArgs }}`,
 	`- {{ . | quote }}`,
 	`{{- end }}`,
+}
+
+// sessionAPILimitArgs are the Session API's limit flags, each set from
+// .Values.sessionAPI.limits.<value> when that is set: value, flag, and the template function
+// that prints it ("" for a float or a duration).
+var sessionAPILimitArgs = [][3]string{
+	{"conversationRate", "session-api-conversation-rate", ""},
+	{"identityRate", "session-api-identity-rate", ""},
+	{"sourceReviewRate", "session-api-source-review-rate", ""},
+	{"maxInFlight", "session-api-max-in-flight", "int"},
+	{"maxInFlightPerIdentity", "session-api-max-in-flight-per-identity", "int"},
+	{"maxBodyBytesInFlight", "session-api-max-body-bytes-in-flight", "int64"},
+	{"maxBodyBytesInFlightPerIdentity", "session-api-max-body-bytes-in-flight-per-identity", "int64"},
+	{"maxFollowsPerIdentity", "session-api-max-follows-per-identity", "int"},
+	{"maxFollowsPerConversation", "session-api-max-follows-per-conversation", "int"},
+	{"followReauthorize", "session-api-follow-reauthorize", ""},
+	{"maxReviewsInFlight", "session-api-max-reviews-in-flight", "int"},
+}
+
+func init() {
+	var lines []string
+	for _, a := range sessionAPILimitArgs {
+		lines = append(lines, "{{- with .Values.sessionAPI.limits."+a[0]+" }}", "- --"+a[1]+"={{ "+strings.TrimSpace(a[2]+" .")+" }}", "{{- end }}")
+	}
+	optionalArgs = append(lines, optionalArgs...)
 }
 
 // flagValue splits "--name=value" (value "" and ok false for a bare "--name").

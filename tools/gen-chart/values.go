@@ -70,6 +70,23 @@ sessionAPI:
       # Service's names, written to the Secret {{ .CertSecret }} and served (needs cert-manager;
       # the same as config/certmanager). secretName is then ignored.
       enabled: false
+  # Limits of the Session API (docs/session-api.md#limits); empty keeps the manager's defaults,
+  # a negative value switches a bound off. Rates are per second, with bursts of twice as many.
+  limits:
+    conversationRate:
+    identityRate:
+    sourceReviewRate:
+    maxInFlight:
+    maxInFlightPerIdentity:
+    maxBodyBytesInFlight:
+    maxBodyBytesInFlightPerIdentity:
+    maxFollowsPerIdentity:
+    maxFollowsPerConversation:
+    followReauthorize:
+    maxReviewsInFlight:
+  # accessLog: one line per request at info level (who, which conversation, what, status; no
+  # content); false adds --session-api-access-log=false.
+  accessLog: true
 
 metrics:
   # enabled: the manager serves /metrics over HTTPS on port (authorised by the apiserver;
