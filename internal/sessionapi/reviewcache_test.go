@@ -35,8 +35,10 @@ func countingReviewer(t *testing.T, reviews *atomic.Int32, asked *[][]string) cl
 					*asked = append(*asked, tr.Spec.Audiences)
 				}
 				if tr.Spec.Token == "good" || tr.Spec.Token == parleyJWT {
-					tr.Status = authnv1.TokenReviewStatus{Authenticated: true, Audiences: tr.Spec.Audiences,
-						User: authnv1.UserInfo{Username: "alice", UID: "u1"}}
+					tr.Status = authnv1.TokenReviewStatus{
+						Authenticated: true, Audiences: tr.Spec.Audiences,
+						User: authnv1.UserInfo{Username: "alice", UID: "u1"},
+					}
 				}
 			}
 			return nil
@@ -93,8 +95,10 @@ func TestOneReviewPerToken(t *testing.T) {
 func TestUnknownTokensPerSourceAreLimited(t *testing.T) {
 	var reviews atomic.Int32
 	now := time.Unix(0, 0)
-	a := &Authorizer{Client: countingReviewer(t, &reviews, nil), Reviews: ReviewLimits{PerSource: Rate{PerSecond: 1, Burst: 5}},
-		now: func() time.Time { return now }}
+	a := &Authorizer{
+		Client: countingReviewer(t, &reviews, nil), Reviews: ReviewLimits{PerSource: Rate{PerSecond: 1, Burst: 5}},
+		now: func() time.Time { return now },
+	}
 	var throttled int
 	for i := range 20 {
 		if _, p := a.authenticate(context.Background(), fmt.Sprintf("junk-%d", i), "10.0.0.1"); p.Status == 429 {

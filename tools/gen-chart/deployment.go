@@ -91,7 +91,7 @@ var sessionAPILimitArgs = [][3]string{
 }
 
 func init() {
-	var lines []string
+	lines := make([]string, 0, 3*len(sessionAPILimitArgs)+len(optionalArgs))
 	for _, a := range sessionAPILimitArgs {
 		lines = append(lines, "{{- with .Values.sessionAPI.limits."+a[0]+" }}", "- --"+a[1]+"={{ "+strings.TrimSpace(a[2]+" .")+" }}", "{{- end }}")
 	}
