@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -229,7 +228,7 @@ func setupManager(ctx context.Context, restCfg *rest.Config, mgr ctrl.Manager, o
 	if err := mgr.Add(compactor); err != nil {
 		return fmt.Errorf("adding the compaction runner: %w", err)
 	}
-	sessionTLS, agentCA, err := sessionAPITLS(ctx, restCfg, o)
+	sessionTLS, agentCA, err := sessionAPITLS(ctx, mgr, restCfg, o)
 	if err != nil {
 		return err
 	}
@@ -286,43 +285,35 @@ func newStores(restCfg *rest.Config, mgr ctrl.Manager, o options) (*historystore
 	return stores, nil
 }
 
-// sessionAPITLS sets up the Session API's TLS and returns the CA agents must trust (nil when
-// they need none of Parley's): --session-api-cert-dir (its ca.crt, e.g. from cert-manager), or
-// a serving certificate per replica signed by a CA shared through the Secret
-// parley-session-api-ca in the manager's namespace (POD_NAMESPACE), or, outside a cluster, by
-// a CA of this process. Plain HTTP with --session-api-insecure.
-func sessionAPITLS(ctx context.Context, restCfg *rest.Config, o options) (sessionapi.TLSSetup, []byte, error) {
+// sessionAPITLS sets up the Session API's TLS and returns what agents are told to trust (nil
+// when they need none of Parley's): --session-api-cert-dir (its ca.crt, e.g. from
+// cert-manager), or a serving certificate per replica signed by a CA the replicas share through
+// the Secret parley-session-api-ca in the manager's namespace (POD_NAMESPACE), or, outside a
+// cluster, by a CA of this process. Plain HTTP with --session-api-insecure.
+func sessionAPITLS(ctx context.Context, mgr ctrl.Manager, restCfg *rest.Config, o options) (sessionapi.TLSSetup, func() []byte, error) {
 	if o.sessionAPIAddr == "0" || o.sessionAPIAddr == "" || o.sessionAPIInsecure {
 		return nil, nil, nil
 	}
-	if o.sessionAPICertDir != "" {
-		setup, err := sessionapi.CertDirTLS(o.sessionAPICertDir)
-		if err != nil {
-			return nil, nil, err
-		}
-		ca, _ := os.ReadFile(filepath.Join(o.sessionAPICertDir, "ca.crt")) // optional: a public CA needs none
-		return setup, ca, nil
+	certOpts := sessionapi.CertificatesOptions{
+		CertDir: o.sessionAPICertDir, Hosts: splitNamespaces(o.sessionAPIHosts), Namespace: os.Getenv("POD_NAMESPACE"), Clock: clock.RealClock{},
 	}
-	var caPEM, keyPEM []byte
-	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+	if certOpts.Namespace != "" {
+		// Uncached: the cache does not run before the manager starts, and the first
+		// certificate is needed before then.
 		c, err := client.New(restCfg, client.Options{Scheme: scheme})
 		if err != nil {
 			return nil, nil, err
 		}
-		if caPEM, keyPEM, err = sessionapi.SharedCA(ctx, c, ns, sessionapi.CASecretName); err != nil {
-			return nil, nil, err
-		}
-	} else {
-		var err error
-		if caPEM, keyPEM, err = sessionapi.NewCA(); err != nil {
-			return nil, nil, err
-		}
+		certOpts.Client = c
 	}
-	setup, err := sessionapi.ServingTLS(caPEM, keyPEM, splitNamespaces(o.sessionAPIHosts))
+	certs, err := sessionapi.NewCertificates(ctx, certOpts)
 	if err != nil {
-		return nil, nil, fmt.Errorf("making the Session API certificate: %w", err)
+		return nil, nil, fmt.Errorf("setting up the Session API certificates: %w", err)
 	}
-	return setup, caPEM, nil
+	if err := mgr.Add(certs); err != nil {
+		return nil, nil, err
+	}
+	return certs.TLS(), certs.TrustedCA, nil
 }
 
 // addSessionAPI serves the Session API on every replica, with the TLS sessionAPITLS set up (nil:

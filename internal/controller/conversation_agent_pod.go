@@ -216,10 +216,11 @@ func (r *ConversationReconciler) startAgentPod(ctx context.Context, s *conversat
 		return err
 	}
 	cmName := bundleConfigMapName(s.conv.Name, attempt)
+	_, caInBundle := files.data[agentpod.CAFile]
 	params := agentpod.Params{
 		Conversation: s.conv.Name, Namespace: s.conv.Namespace, Owner: owner, SessionID: s.status.SessionID,
 		Attempt: attempt, Resume: attempt > 1, Checkpoint: checkpoint,
-		APIURL: r.AgentAPIURL, CAConfigMap: r.AgentCAConfigMap, CAInBundle: r.AgentCAConfigMap == "" && len(r.AgentCA) > 0,
+		APIURL: r.AgentAPIURL, CAConfigMap: r.AgentCAConfigMap, CAInBundle: caInBundle,
 		MountPath: bundle.MountPath(s.conv), BundleName: cmName, BundleItems: files.items, ClaudeConfig: files.claudeDir,
 	}
 	pod, err := agentpod.Build(&spec.Template, params)
@@ -277,6 +278,14 @@ func (r *ConversationReconciler) pruneAgentObjects(ctx context.Context, s *conve
 	}
 }
 
+// agentCA is what agents are told to trust now (nil: nothing of Parley's).
+func (r *ConversationReconciler) agentCA() []byte {
+	if r.AgentCA == nil {
+		return nil
+	}
+	return r.AgentCA()
+}
+
 func bundleConfigMapName(conv string, attempt int32) string {
 	return childName(conv, fmt.Sprintf("bundle-%d", attempt))
 }
@@ -325,8 +334,8 @@ func (r *ConversationReconciler) renderBundle(ctx context.Context, s *conversati
 			errBundleTooLarge, files.Size(), maxBundleBytes)
 	}
 	data, items := files.ConfigMapData()
-	if r.AgentCAConfigMap == "" && len(r.AgentCA) > 0 {
-		data[agentpod.CAFile] = string(r.AgentCA)
+	if ca := r.agentCA(); r.AgentCAConfigMap == "" && len(ca) > 0 {
+		data[agentpod.CAFile] = string(ca)
 		items = append(items, corev1.KeyToPath{Key: agentpod.CAFile, Path: agentpod.CAFile})
 	}
 	return renderedBundle{data: data, items: items, claudeDir: claudeDir}, nil

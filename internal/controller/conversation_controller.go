@@ -57,9 +57,10 @@ type ConversationReconciler struct {
 	// mounted for PARLEY_CA_FILE.
 	AgentAPIURL      string
 	AgentCAConfigMap string
-	// AgentCA is the Session API's CA (PEM) when agents must be told to trust it: it travels in
-	// each bundle ConfigMap as ca.crt, and PARLEY_CA_FILE points at it.
-	AgentCA []byte
+	// AgentCA returns the Session API's CAs (PEM) when agents must be told to trust them (nil:
+	// they need none). Read at each agent start, so a renewed or rotated CA reaches new agents:
+	// it travels in each bundle ConfigMap as parley-ca.crt, and PARLEY_CA_FILE points at it.
+	AgentCA func() []byte
 	// NodeLostGrace is how long an agent pod's node may be NotReady before the pod counts as
 	// lost (DefaultNodeLostGrace when zero).
 	NodeLostGrace time.Duration

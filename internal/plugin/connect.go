@@ -45,8 +45,9 @@ const (
 	// defaultAPIPort is the Service port's name, whatever its number (the install's Role for
 	// the proxy names it so too).
 	defaultAPIPort = "https"
-	// caSecret holds the CA the Session API replicas sign their certificates with.
-	caSecret = "parley-session-api-ca"
+	// caConfigMap publishes the CAs the Session API's certificates are trusted through (the
+	// manager's sessionapi.CAConfigMapName, key ca.crt).
+	caConfigMap = "parley-session-api-ca"
 	// envToken lets a script give the Session API token without putting it on a command line.
 	envToken = "PARLEY_TOKEN"
 )
@@ -59,7 +60,7 @@ func (f *APIFlags) AddFlags(fs *pflag.FlagSet) {
 		"Bearer token for the Session API (default: $"+envToken+", else the token your kubeconfig sends the API server). "+
 			"Needed when your kubeconfig authenticates with a client certificate: e.g. $(kubectl create token NAME --audience parley)")
 	fs.StringVar(&f.CAFile, "session-api-ca-file", "",
-		"CA certificate to verify a --session-api-url with (default: the Secret "+caSecret+" in the manager's namespace, if you may read it)")
+		"CA certificate to verify a --session-api-url with (default: the ConfigMap "+caConfigMap+" in the manager's namespace, if you may read it)")
 	fs.StringVar(&f.TLSServerName, "session-api-tls-server-name", "",
 		"Name to verify a --session-api-url's certificate for (through a port-forward: parley-session-api.parley-system.svc)")
 	fs.BoolVar(&f.InsecureSkipVerify, "session-api-insecure-skip-tls-verify", false,
@@ -204,7 +205,7 @@ func (o *Options) directClient(ctx context.Context, cfg *rest.Config, token stri
 }
 
 // sessionAPICA is the pool that verifies a direct connection: --session-api-ca-file, else the
-// replicas' shared CA from its Secret (if the user may read it), else the system's roots.
+// CAs the manager publishes in its ConfigMap (if the user may read it), else the system's roots.
 func (o *Options) sessionAPICA(ctx context.Context) (*x509.CertPool, error) {
 	var pem []byte
 	if o.API.CAFile != "" {
@@ -213,9 +214,9 @@ func (o *Options) sessionAPICA(ctx context.Context) (*x509.CertPool, error) {
 			return nil, fmt.Errorf("reading --session-api-ca-file: %w", err)
 		}
 	} else if kc, err := o.kube(); err == nil {
-		sec := &corev1.Secret{}
-		if err := kc.Get(ctx, client.ObjectKey{Namespace: o.API.Namespace, Name: caSecret}, sec); err == nil {
-			pem = sec.Data[corev1.TLSCertKey]
+		cm := &corev1.ConfigMap{}
+		if err := kc.Get(ctx, client.ObjectKey{Namespace: o.API.Namespace, Name: caConfigMap}, cm); err == nil {
+			pem = []byte(cm.Data["ca.crt"])
 		}
 	}
 	if len(pem) == 0 {

@@ -193,19 +193,19 @@ func setUp(root string) (func(), error) {
 	if err := publishService(ctx); err != nil {
 		return stop, err
 	}
-	// The CA Secret appears once the Session API set up its TLS.
+	// The CA is published once the Session API set up its TLS.
 	for {
-		sec := &corev1.Secret{}
-		err := env.admin.Get(ctx, client.ObjectKey{Namespace: managerNamespace, Name: "parley-session-api-ca"}, sec)
+		cm := &corev1.ConfigMap{}
+		err := env.admin.Get(ctx, client.ObjectKey{Namespace: managerNamespace, Name: "parley-session-api-ca"}, cm)
 		if err == nil {
-			env.apiCA = sec.Data[corev1.TLSCertKey]
+			env.apiCA = []byte(cm.Data["ca.crt"])
 			break
 		}
 		select {
 		case <-exited:
 			return stop, errors.New("the manager exited")
 		case <-ctx.Done():
-			return stop, fmt.Errorf("no Session API CA Secret: %w", err)
+			return stop, fmt.Errorf("no Session API CA ConfigMap: %w", err)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

@@ -121,7 +121,7 @@ var _ = BeforeSuite(func() {
 	}
 	Expect(mgr.Add(compactor)).To(Succeed())
 	Expect(controller.SetupIndexes(ctx, mgr)).To(Succeed())
-	agentCA, _, err = sessionapi.NewCA()
+	agentCA, _, err = sessionapi.NewCA(time.Now(), []string{"localhost"})
 	Expect(err).NotTo(HaveOccurred())
 	// Events as cmd/manager sends them (protobuf, bounded), so the specs that read them check that path.
 	eventBroadcaster, err := eventsink.Start(ctx, cfg, mgr.GetHTTPClient(), eventsink.DefaultInFlight)
@@ -137,7 +137,7 @@ var _ = BeforeSuite(func() {
 		Clock:                   clock.RealClock{},
 		MaxConcurrentReconciles: 4,
 		AgentAPIURL:             "https://parley-session-api.parley-system.svc:8082",
-		AgentCA:                 agentCA,
+		AgentCA:                 func() []byte { return agentCA },
 		NodeLostGrace:           3 * time.Second,
 		Observe: func(req ctrl.Request) {
 			n, _ := reconciles.LoadOrStore(req.NamespacedName, new(atomic.Int64))

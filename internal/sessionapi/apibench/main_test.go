@@ -220,14 +220,11 @@ func startManager(ctx context.Context, cfg *rest.Config) error {
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	caPEM, caKey, err := sessionapi.NewCA()
+	certs, err := sessionapi.NewCertificates(ctx, sessionapi.CertificatesOptions{Hosts: []string{"127.0.0.1"}})
 	if err != nil {
 		return err
 	}
-	tlsSetup, err := sessionapi.ServingTLS(caPEM, caKey, []string{"127.0.0.1"})
-	if err != nil {
-		return err
-	}
+	tlsSetup, caPEM := certs.TLS(), certs.TrustedCA()
 	addr, err := freeAddr()
 	if err != nil {
 		return err
