@@ -358,7 +358,8 @@ func stringList(v any) ([]string, error) {
 func tlsFromCertManager(extras []object, d *defaults) error {
 	for _, o := range extras {
 		switch {
-		case o.kind() == "Certificate" && o.group() == "cert-manager.io":
+		case o.kind() == "Certificate" && o.group() == "cert-manager.io" && o.get("spec", "isCA") != true:
+			// The serving certificate; the CA's Certificate is not mounted.
 			d.certSecret = o.str("spec", "secretName")
 		case o.kind() == "Deployment":
 			c, _ := o.get("spec", "template", "spec", "containers").([]any)

@@ -59,16 +59,19 @@ extraArgs: []
 sessionAPI:
   port: {{ .SessionAPIPort }}
   tls:
-    # Without a Secret each replica signs its own serving certificate with a CA the replicas
-    # share (Secret parley-session-api-ca); agent pods get that CA in their bundle.
+    # Without a Secret each replica signs its own serving certificate (30 days, renewed while
+    # running) with a name-constrained CA the replicas share (its keys in the Secret
+    # parley-session-api-ca, which only the manager reads); agent pods get the CA in their
+    # bundle and clients read it from the ConfigMap parley-session-api-ca.
     # secretName: a kubernetes.io/tls Secret (tls.crt, tls.key, optional ca.crt) to serve
     # instead, mounted at certDir (--session-api-cert-dir; reloaded when it changes).
     secretName: ""
     certDir: {{ .CertDir }}
     certManager:
-      # enabled: a cert-manager self-signed Issuer and a Certificate for the Session API
-      # Service's names, written to the Secret {{ .CertSecret }} and served (needs cert-manager;
-      # the same as config/certmanager). secretName is then ignored.
+      # enabled: a cert-manager CA (self-signed, two years, renewed with the same key), a CA
+      # Issuer and a Certificate for the Session API Service's names (30 days), written to the
+      # Secret {{ .CertSecret }} and served (needs cert-manager; the same as config/certmanager).
+      # secretName is then ignored.
       enabled: false
   # Limits of the Session API (docs/session-api.md#limits); empty keeps the manager's defaults,
   # a negative value switches a bound off. Rates are per second, with bursts of twice as many.

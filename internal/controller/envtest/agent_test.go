@@ -15,7 +15,6 @@ import (
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 	"github.com/parley-dev/parley/internal/agentpod"
 	"github.com/parley-dev/parley/internal/bundle"
-	"github.com/parley-dev/parley/internal/sessionapi"
 )
 
 // envtest has no kubelet: these specs play its part by writing pod status, the way the kubelet
@@ -318,26 +317,5 @@ var _ = Describe("Agent pods", func() {
 		Expect(conv.Status.Phase).To(Equal(parleyv1alpha1.ConversationFailed))
 		Expect(k8sClient.Get(ctx, clientKey(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: conv.Namespace, Name: agentpod.PodName(conv.Name, 1)}}), &corev1.Pod{})).
 			To(Satisfy(apierrors.IsNotFound))
-	})
-	It("shares one Session API CA between replicas that start together (the Secret's create race)", func() {
-		name := "parley-session-api-ca-" + randSuffix()
-		type result struct{ cert, key []byte }
-		results := make(chan result, 4)
-		for range 4 {
-			go func() {
-				defer GinkgoRecover()
-				c, k, err := sessionapi.SharedCA(ctx, k8sClient, "default", name)
-				Expect(err).NotTo(HaveOccurred())
-				results <- result{c, k}
-			}()
-		}
-		first := <-results
-		for range 3 {
-			Expect(<-results).To(Equal(first), "every replica signs with the same CA")
-		}
-		secret := &corev1.Secret{}
-		Expect(k8sClient.Get(ctx, clientKey(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}}), secret)).To(Succeed())
-		Expect(secret.Type).To(Equal(corev1.SecretTypeTLS))
-		Expect(secret.Data[corev1.TLSCertKey]).To(Equal(first.cert))
 	})
 })
