@@ -52,7 +52,7 @@ var env struct {
 	admin   client.Client
 	dir     string
 	apiPort int
-	// apiCA verifies the Session API's certificate (the Secret the manager created).
+	// apiCA verifies the Session API's certificate (the ConfigMap the manager published).
 	apiCA []byte
 	// hostIP is the address the Service's endpoints name.
 	hostIP string

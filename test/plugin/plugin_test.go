@@ -21,6 +21,7 @@ import (
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 	"github.com/parley-dev/parley/internal/plugin"
+	"github.com/parley-dev/parley/internal/sessionapi"
 	"github.com/parley-dev/parley/pkg/conversation"
 )
 
@@ -166,8 +167,17 @@ func TestRBACAndCredentials(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "elsewhere.example") {
 			t.Fatalf("a server name the certificate does not hold: %v", err)
 		}
-		// Without the CA (alice may not read the CA Secret): the certificate is not trusted.
-		_, _, err = alice.kp(ctx, "history", "chat", "--session-api-url", url)
+		// Without --session-api-ca-file: the CAs the manager publishes in its ConfigMap, which
+		// the session-api-user Role (bound to alice) may read.
+		out, _, err = alice.kp(ctx, "history", "chat", "--session-api-url", url)
+		must(t, err)
+		inOrder(t, out, "4 messages")
+		// With a CA that did not sign it: the certificate is not trusted.
+		otherCA, _, err := sessionapi.NewCA(time.Now(), []string{"127.0.0.1"})
+		must(t, err)
+		foreign := filepath.Join(env.dir, "other-ca.crt")
+		must(t, os.WriteFile(foreign, otherCA, 0o600))
+		_, _, err = alice.kp(ctx, "history", "chat", "--session-api-url", url, "--session-api-ca-file", foreign)
 		if err == nil || !strings.Contains(err.Error(), "cannot reach the Session API at "+url) || !strings.Contains(err.Error(), "certificate") {
 			t.Fatalf("an unverified certificate: %v", err)
 		}
