@@ -106,7 +106,7 @@ func encodeCASecret(s caSet) map[string][]byte {
 		data[secretNextCert], data[secretNextKey] = s.next.certPEM, s.next.keyPEM
 	}
 	if len(s.previous) > 0 {
-		var prev []byte
+		prev := make([]byte, 0, 1024*len(s.previous))
 		for _, c := range s.previous {
 			prev = append(prev, encodeCertificate(c)...)
 		}

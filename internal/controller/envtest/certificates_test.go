@@ -141,9 +141,11 @@ func newTestCA(notAfter time.Time) testCA {
 	Expect(err).NotTo(HaveOccurred())
 	keyDER, err := x509.MarshalECPrivateKey(key)
 	Expect(err).NotTo(HaveOccurred())
-	return testCA{cert: cert, key: key,
+	return testCA{
+		cert: cert, key: key,
 		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		keyPEM:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})}
+		keyPEM:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
+	}
 }
 
 // writeServing writes what a cert-manager Certificate's Secret mounts: tls.crt, tls.key for
