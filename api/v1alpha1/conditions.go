@@ -90,6 +90,12 @@ const (
 	ReasonSeedInvalid = "SeedInvalid"
 	// ReasonCheckpointNotFound: forkFrom names a Checkpoint that does not exist.
 	ReasonCheckpointNotFound = "CheckpointNotFound"
+	// ReasonForkSourceMismatch: forkFrom.conversation names another Conversation than the one
+	// the Checkpoint belongs to; the fork is not made.
+	ReasonForkSourceMismatch = "ForkSourceMismatch"
+	// ReasonHistoryKeyTaken: another live Conversation already keeps its history where this one's
+	// would be (the same pinned session id in the same store); this one never opens it.
+	ReasonHistoryKeyTaken = "HistoryKeyTaken"
 	// ReasonCheckpointNotReady: forkFrom names a Checkpoint whose snapshot is not written yet.
 	ReasonCheckpointNotReady = "CheckpointNotReady"
 	// ReasonSnapshotCorrupt: a stored snapshot failed verification (digest) and was not used.

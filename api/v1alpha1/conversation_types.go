@@ -300,7 +300,9 @@ const (
 	SummarizerAnthropic SummarizerProvider = "anthropic"
 )
 
-// SummarizerSpec configures the model that writes summaries.
+// SummarizerSpec configures the model that writes summaries. The manager sends the endpoint the
+// apiKey and the history it summarises, so a plain-http endpoint must be asked for by name.
+// +kubebuilder:validation:XValidation:rule="!has(self.endpoint) || self.endpoint.startsWith('https://') || (has(self.insecure) && self.insecure)",message="summarizer.endpoint must be an https:// URL: the manager sends it the apiKey and the history; set summarizer.insecure: true to allow plain http"
 type SummarizerSpec struct {
 	// provider is the API the endpoint speaks.
 	// +required
@@ -318,9 +320,14 @@ type SummarizerSpec struct {
 	// +kubebuilder:validation:MaxLength=256
 	Model string `json:"model"`
 
-	// credentialsSecretRef names a Secret whose key apiKey holds the API key.
+	// credentialsSecretRef names a Secret whose key apiKey holds the API key. Whoever sets or
+	// changes the summarizer must be allowed to get this Secret (checked at admission).
 	// +required
 	CredentialsSecretRef *SecretReference `json:"credentialsSecretRef"`
+
+	// insecure allows an http:// endpoint: the API key and the history then travel unencrypted.
+	// +optional
+	Insecure bool `json:"insecure,omitempty"`
 }
 
 // AgentAdapter tells Parley how the agent resumes.
@@ -418,6 +425,14 @@ type ForkSource struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	Checkpoint string `json:"checkpoint"`
+
+	// conversation names the Conversation the Checkpoint belongs to. A fork copies that
+	// conversation's history, so its author must be allowed to read it (get
+	// conversations/history): of this Conversation when it is named, else of every Conversation
+	// of the namespace (checked at admission). The controller refuses a Checkpoint of another.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Conversation string `json:"conversation,omitempty"`
 }
 
 // ConversationPhase is a one-word summary of the conversation for printer columns. The

@@ -131,7 +131,7 @@ func newOpenAIStub(hold chan struct{}) *openAIStub {
 func summarizeContext(stub *openAIStub, secret string) parleyv1alpha1.ContextSpec {
 	c := compactionContext(parleyv1alpha1.CompactionSummarize)
 	c.Summarizer = &parleyv1alpha1.SummarizerSpec{
-		Provider: parleyv1alpha1.SummarizerOpenAI, Endpoint: stub.URL, Model: "stub-model",
+		Provider: parleyv1alpha1.SummarizerOpenAI, Endpoint: stub.URL, Insecure: true, Model: "stub-model",
 		CredentialsSecretRef: &parleyv1alpha1.SecretReference{Name: secret},
 	}
 	return c
