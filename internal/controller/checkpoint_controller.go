@@ -348,6 +348,9 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 		}); err != nil {
 		return fmt.Errorf("indexing agent pods by node: %w", err)
 	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &parleyv1alpha1.Conversation{}, historySessionIndex, indexHistorySession); err != nil {
+		return fmt.Errorf("indexing conversations by session id: %w", err)
+	}
 	return nil
 }
 

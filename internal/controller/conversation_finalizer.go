@@ -48,7 +48,12 @@ func (r *ConversationReconciler) finalize(ctx context.Context, conv *parleyv1alp
 	if !controllerutil.ContainsFinalizer(conv, HistoryFinalizer) {
 		return ctrl.Result{}, nil
 	}
-	if conv.Status.SessionID != "" && conv.Annotations[AnnotationSkipHistoryCleanup] != "true" {
+	holder, err := r.historyKeyHolderOf(ctx, conv)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	// A Conversation refused for HistoryKeyTaken never deletes the history another one keeps.
+	if conv.Status.SessionID != "" && holder == nil && conv.Annotations[AnnotationSkipHistoryCleanup] != "true" {
 		if err := r.Sessions.Delete(ctx, conv); err != nil {
 			r.Recorder.Eventf(conv, nil, corev1.EventTypeWarning, parleyv1alpha1.EventStoreCleanupFailed, "Finalize",
 				"deleting the history at %s failed (%s); retrying. Annotate %s=true to give up and keep the objects",

@@ -29,6 +29,14 @@ func (r *ConversationReconciler) forkedState(ctx context.Context, conv *parleyv1
 		}
 		return conversation.State{}, err
 	}
+	// The admission policy checked the author's right to read the conversation named here.
+	if want := conv.Spec.ForkFrom.Conversation; want != "" && want != ckpt.Spec.ConversationRef.Name {
+		return conversation.State{}, &historystore.Error{
+			Reason: parleyv1alpha1.ReasonForkSourceMismatch,
+			Message: fmt.Sprintf("Checkpoint %s/%s belongs to Conversation %s, not to %s (spec.forkFrom.conversation); the fork is not made",
+				conv.Namespace, name, ckpt.Spec.ConversationRef.Name, want),
+		}
+	}
 	if ckpt.Status.Phase != parleyv1alpha1.CheckpointReady || ckpt.Status.Digest == "" {
 		return conversation.State{}, &historystore.Error{
 			Reason: parleyv1alpha1.ReasonCheckpointNotReady,

@@ -86,9 +86,11 @@ func backendOf(conv *parleyv1alpha1.Conversation) string {
 // reconcileHistory runs the history phase: open, initialise, summarise, or apply the expiration
 // policy. Failures set HistoryAvailable=False with a reason and retry with backoff.
 func (r *ConversationReconciler) reconcileHistory(ctx context.Context, s *conversationScope) {
-	switch decideHistoryAction(s) {
-	case historyDone:
+	action := decideHistoryAction(s)
+	if action == historyDone || r.historyKeyTaken(ctx, s) {
 		return
+	}
+	switch action {
 	case historyDelete:
 		r.deleteHistory(ctx, s)
 		return

@@ -29,14 +29,15 @@ func (f *forkOptions) addFlags(cmd *cobra.Command) {
 }
 
 // forkSpec is the spec of a fork of source from a Checkpoint: the same history backend,
-// lifetime, context, checkpoint policy and agent (unless left out), with spec.forkFrom set
+// lifetime, context, checkpoint policy and agent (unless left out), with spec.forkFrom naming
+// the Checkpoint and its conversation (so admission checks the right to read that one only)
 // and what belongs to the source alone cleared: its pinned session id (the fork gets its own)
 // and its seed (the snapshot is the fork's start).
-func forkSpec(source *parleyv1alpha1.ConversationSpec, checkpoint string, f forkOptions) parleyv1alpha1.ConversationSpec {
+func forkSpec(source *parleyv1alpha1.ConversationSpec, sourceName, checkpoint string, f forkOptions) parleyv1alpha1.ConversationSpec {
 	spec := *source.DeepCopy()
 	spec.SessionID = ""
 	spec.Seed = nil
-	spec.ForkFrom = &parleyv1alpha1.ForkSource{Checkpoint: checkpoint}
+	spec.ForkFrom = &parleyv1alpha1.ForkSource{Checkpoint: checkpoint, Conversation: sourceName}
 	if f.noAgent {
 		spec.Agent = nil
 	}
@@ -102,7 +103,7 @@ func (o *Options) fork(ctx context.Context, kc client.Client, ns, checkpoint, na
 	}
 	conv := &parleyv1alpha1.Conversation{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       forkSpec(&source.Spec, checkpoint, f),
+		Spec:       forkSpec(&source.Spec, source.Name, checkpoint, f),
 	}
 	if err := kc.Create(ctx, conv); err != nil {
 		return nil, kubeError(err, "creating conversation "+ns+"/"+name)

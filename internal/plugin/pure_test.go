@@ -62,9 +62,9 @@ func TestForkSpec(t *testing.T) {
 			src := sourceSpec()
 			want := *sourceSpec()
 			want.SessionID, want.Seed, want.Suspend = "", nil, nil
-			want.ForkFrom = &parleyv1alpha1.ForkSource{Checkpoint: "ckpt-3"}
+			want.ForkFrom = &parleyv1alpha1.ForkSource{Checkpoint: "ckpt-3", Conversation: "source"}
 			tc.edit(&want)
-			got := forkSpec(src, "ckpt-3", tc.opts)
+			got := forkSpec(src, "source", "ckpt-3", tc.opts)
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Fatalf("forkSpec (-want +got):\n%s", diff)
 			}

@@ -1,0 +1,105 @@
+package controller
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+)
+
+// claimant is a Conversation named name, created offset after created, pinning pinnedID.
+func claimant(name string, offset time.Duration, opts ...func(*parleyv1alpha1.Conversation)) parleyv1alpha1.Conversation {
+	c := testConv(append([]func(*parleyv1alpha1.Conversation){func(c *parleyv1alpha1.Conversation) {
+		c.Name, c.UID = name, types.UID("uid-"+name)
+		c.CreationTimestamp = metav1.NewTime(created.Add(offset))
+		c.Spec.SessionID = pinnedID
+		c.Spec.History.ConfigMap.Name = "shared"
+	}}, opts...)...)
+	return *c
+}
+
+func inBucket(bucket, prefix string) func(*parleyv1alpha1.Conversation) {
+	return func(c *parleyv1alpha1.Conversation) {
+		c.Spec.History = parleyv1alpha1.HistorySpec{ObjectStore: &parleyv1alpha1.ObjectStoreHistory{
+			Endpoint: "minio:9000", Bucket: bucket, Prefix: prefix,
+		}}
+	}
+}
+
+func TestHistoryKeyHolder(t *testing.T) {
+	tests := map[string]struct {
+		conv       parleyv1alpha1.Conversation
+		others     []parleyv1alpha1.Conversation
+		wantHolder string // "" for none
+	}{
+		"alone, it keeps its history": {
+			conv: claimant("b", time.Second), others: []parleyv1alpha1.Conversation{claimant("b", time.Second)},
+		},
+		"an earlier Conversation with the same pinned id keeps it": {
+			conv:       claimant("b", time.Second),
+			others:     []parleyv1alpha1.Conversation{claimant("a", 0), claimant("b", time.Second)},
+			wantHolder: "a",
+		},
+		"the earlier one keeps it though the later pinned an id already in status": {
+			conv:       claimant("b", time.Second, withSession(pinnedID)),
+			others:     []parleyv1alpha1.Conversation{claimant("a", 0)},
+			wantHolder: "a",
+		},
+		"created in the same second, the name decides": {
+			conv:       claimant("b", 0),
+			others:     []parleyv1alpha1.Conversation{claimant("a", 0)},
+			wantHolder: "a",
+		},
+		"the earliest of several keeps it": {
+			conv:       claimant("c", 2*time.Second),
+			others:     []parleyv1alpha1.Conversation{claimant("b", time.Second), claimant("a", 0)},
+			wantHolder: "a",
+		},
+		"a later Conversation takes nothing from an earlier one": {
+			conv:   claimant("a", 0),
+			others: []parleyv1alpha1.Conversation{claimant("b", time.Second)},
+		},
+		"the same id in ConfigMaps of another name is another history": {
+			conv: claimant("b", time.Second),
+			others: []parleyv1alpha1.Conversation{claimant("a", 0, func(c *parleyv1alpha1.Conversation) {
+				c.Spec.History.ConfigMap.Name = "other"
+			})},
+		},
+		"the session id's case does not make another history": {
+			conv:       claimant("b", time.Second, func(c *parleyv1alpha1.Conversation) { c.Spec.SessionID = strings.ToUpper(pinnedID) }),
+			others:     []parleyv1alpha1.Conversation{claimant("a", 0)},
+			wantHolder: "a",
+		},
+		"the same bucket and prefix on another spelling of the endpoint is the same history": {
+			conv: claimant("b", time.Second, inBucket("hist", "p/"), func(c *parleyv1alpha1.Conversation) {
+				c.Spec.History.ObjectStore.Endpoint = "http://minio.storage.svc:9000"
+			}),
+			others:     []parleyv1alpha1.Conversation{claimant("a", 0, inBucket("hist", "p"))},
+			wantHolder: "a",
+		},
+		"another prefix is another history": {
+			conv:   claimant("b", time.Second, inBucket("hist", "q")),
+			others: []parleyv1alpha1.Conversation{claimant("a", 0, inBucket("hist", "p"))},
+		},
+		"an id not pinned yet claims nothing": {
+			conv:   claimant("b", time.Second, func(c *parleyv1alpha1.Conversation) { c.Spec.SessionID = "" }),
+			others: []parleyv1alpha1.Conversation{claimant("a", 0)},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := historyKeyHolder(&tc.conv, tc.others)
+			gotName := ""
+			if got != nil {
+				gotName = got.Name
+			}
+			if gotName != tc.wantHolder {
+				t.Fatalf("holder = %q, want %q", gotName, tc.wantHolder)
+			}
+		})
+	}
+}
