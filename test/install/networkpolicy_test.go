@@ -168,8 +168,9 @@ func portAllowed(ports []networkingv1.NetworkPolicyPort, port int32) bool {
 }
 
 // TestNetworkPolicies checks the NetworkPolicies of config/network-policy against the manager they
-// protect: the Session API port admits the agent pods agentpod.Build makes (in any namespace)
-// and pods of namespaces labelled parley.dev/session-api=enabled, and nothing else; metrics
+// protect: the Session API port admits the agent pods agentpod.Build makes in namespaces
+// labelled parley.dev/agents=enabled (a pod label alone is not enough: whoever may create pods
+// sets it) and pods of namespaces labelled parley.dev/session-api=enabled, and nothing else; metrics
 // come only from namespaces labelled metrics=enabled. Ports come from the Deployment's named
 // container ports, so a moved port or a renamed label fails here.
 func TestNetworkPolicies(t *testing.T) {
@@ -194,19 +195,23 @@ func TestNetworkPolicies(t *testing.T) {
 		t.Fatal(err)
 	}
 	plain := map[string]string{"app": "web"}
+	agentsEnabled := map[string]string{"parley.dev/agents": "enabled"}
 	tests := map[string]struct {
 		src  source
 		port int32
 		want bool
 	}{
-		"an agent pod in any namespace reaches the Session API": {
-			source{namespace: "team-a", podLabels: agent.Labels}, api, true,
+		"an agent pod of a namespace labelled parley.dev/agents=enabled reaches the Session API": {
+			source{namespace: "team-a", namespaceLabels: agentsEnabled, podLabels: agent.Labels}, api, true,
+		},
+		"a pod carrying the agent labels in a namespace that did not opt in does not reach it": {
+			source{namespace: "team-b", podLabels: agent.Labels}, api, false,
 		},
 		"an agent pod does not reach metrics": {
-			source{namespace: "team-a", podLabels: agent.Labels}, metrics, false,
+			source{namespace: "team-a", namespaceLabels: agentsEnabled, podLabels: agent.Labels}, metrics, false,
 		},
 		"another pod of the agent's namespace does not reach the Session API": {
-			source{namespace: "team-a", podLabels: plain}, api, false,
+			source{namespace: "team-a", namespaceLabels: agentsEnabled, podLabels: plain}, api, false,
 		},
 		"a pod of a namespace labelled parley.dev/session-api=enabled reaches it": {
 			source{namespace: "tools", namespaceLabels: map[string]string{"parley.dev/session-api": "enabled"}, podLabels: plain}, api, true,

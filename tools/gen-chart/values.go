@@ -108,7 +108,8 @@ metrics:
     enabled: false
 
 # NetworkPolicies (config/network-policy): the Session API admits only Parley's agent pods
-# (label parley.dev/conversation) and namespaces labelled parley.dev/session-api=enabled; metrics
+# (label parley.dev/conversation) of namespaces labelled parley.dev/agents=enabled, and
+# namespaces labelled parley.dev/session-api=enabled; metrics
 # only namespaces labelled metrics=enabled. Off by default: on a CNI that enforces them, kubectl
 # parley through the API server's service proxy and an unlabelled Prometheus are refused too
 # (docs/operations.md).
