@@ -235,7 +235,7 @@ fi
 plugin_args=()
 if [ "$story" = 1 ] && [ "$manager_mode" = process ]; then
   if go build -o bin/kubectl-parley ./cmd/kubectl-parley; then
-    plugin_args=(--session-api-url "http://$SESSION_API" --session-api-token "$(kubectl create token default --audience parley)")
+    plugin_args=(--session-api-url "http://$SESSION_API" --session-api-token "$(kubectl create token parley-agent --audience parley)")
     step "kubectl parley describe $AGENT_CONV"
     bin/kubectl-parley describe "$AGENT_CONV" || warn "kubectl parley describe failed"
     step "kubectl parley history $AGENT_CONV (bin/kubectl-parley, the Session API at http://$SESSION_API)"
@@ -255,7 +255,7 @@ Explore:
   export KUBECONFIG=$KUBECONFIG
   kubectl get conv,ckpt,pods
   kubectl describe conv $AGENT_CONV
-$([ ${#plugin_args[@]} -gt 0 ] && echo "  PATH=$root/bin:\$PATH kubectl parley tail -f $AGENT_CONV --session-api-url http://$SESSION_API --session-api-token \"\$(kubectl create token default --audience parley)\"")
+$([ ${#plugin_args[@]} -gt 0 ] && echo "  PATH=$root/bin:\$PATH kubectl parley tail -f $AGENT_CONV --session-api-url http://$SESSION_API --session-api-token \"\$(kubectl create token parley-agent --audience parley)\"")
 $([ "$with_node" = 1 ] && echo "  kubectl logs $AGENT_CONV-agent-1; kubectl logs $AGENT_CONV-agent-2" || echo "  hack/local-cluster logs   # kubelet.log, containerd.log: why the node failed")
   kubectl delete conv $AGENT_CONV && make run-local    # replay the agent sample's story
   hack/local-cluster status
