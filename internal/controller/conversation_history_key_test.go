@@ -22,10 +22,11 @@ func claimant(name string, offset time.Duration, opts ...func(*parleyv1alpha1.Co
 	return *c
 }
 
-func inBucket(bucket, prefix string) func(*parleyv1alpha1.Conversation) {
+// inBucket keeps the history in the bucket "hist" under prefix.
+func inBucket(prefix string) func(*parleyv1alpha1.Conversation) {
 	return func(c *parleyv1alpha1.Conversation) {
 		c.Spec.History = parleyv1alpha1.HistorySpec{ObjectStore: &parleyv1alpha1.ObjectStoreHistory{
-			Endpoint: "minio:9000", Bucket: bucket, Prefix: prefix,
+			Endpoint: "minio:9000", Bucket: "hist", Prefix: prefix,
 		}}
 	}
 }
@@ -75,15 +76,15 @@ func TestHistoryKeyHolder(t *testing.T) {
 			wantHolder: "a",
 		},
 		"the same bucket and prefix on another spelling of the endpoint is the same history": {
-			conv: claimant("b", time.Second, inBucket("hist", "p/"), func(c *parleyv1alpha1.Conversation) {
+			conv: claimant("b", time.Second, inBucket("p/"), func(c *parleyv1alpha1.Conversation) {
 				c.Spec.History.ObjectStore.Endpoint = "http://minio.storage.svc:9000"
 			}),
-			others:     []parleyv1alpha1.Conversation{claimant("a", 0, inBucket("hist", "p"))},
+			others:     []parleyv1alpha1.Conversation{claimant("a", 0, inBucket("p"))},
 			wantHolder: "a",
 		},
 		"another prefix is another history": {
-			conv:   claimant("b", time.Second, inBucket("hist", "q")),
-			others: []parleyv1alpha1.Conversation{claimant("a", 0, inBucket("hist", "p"))},
+			conv:   claimant("b", time.Second, inBucket("q")),
+			others: []parleyv1alpha1.Conversation{claimant("a", 0, inBucket("p"))},
 		},
 		"an id not pinned yet claims nothing": {
 			conv:   claimant("b", time.Second, func(c *parleyv1alpha1.Conversation) { c.Spec.SessionID = "" }),

@@ -108,7 +108,8 @@ func withSummarizer(conv *parleyv1alpha1.Conversation, endpoint, secret string) 
 
 // forbiddenBecause matches the error of a request the admission policy refused.
 func forbiddenBecause(parts ...string) OmegaMatcher {
-	ms := []OmegaMatcher{MatchError(ContainSubstring("ValidatingAdmissionPolicy"))}
+	ms := make([]OmegaMatcher, 0, 1+len(parts))
+	ms = append(ms, MatchError(ContainSubstring("ValidatingAdmissionPolicy")))
 	for _, p := range parts {
 		ms = append(ms, MatchError(ContainSubstring(p)))
 	}
@@ -127,4 +128,3 @@ func historyCondition(g Gomega, ns, name string) metav1.Condition {
 	g.Expect(conv.Status.Conditions).To(ContainElement(HaveField("Type", parleyv1alpha1.ConditionHistoryAvailable)))
 	return metav1.Condition{}
 }
-
