@@ -35,6 +35,7 @@ import (
 	"github.com/parley-dev/parley/internal/eventsink"
 	"github.com/parley-dev/parley/internal/historystore"
 	"github.com/parley-dev/parley/internal/journal"
+	"github.com/parley-dev/parley/internal/session"
 	"github.com/parley-dev/parley/test/support/kubeenv"
 	"github.com/parley-dev/parley/test/support/repopath"
 )
@@ -129,17 +130,17 @@ func startManager(cfg *rest.Config) {
 	Expect(controller.SetupIndexes(ctx, mgr)).To(Succeed())
 	events, err := eventsink.Start(ctx, cfg, mgr.GetHTTPClient(), eventsink.DefaultInFlight)
 	Expect(err).NotTo(HaveOccurred())
-	views := &journal.Views{}
+	sessions := &session.Sessions{Stores: stores, Views: &journal.Views{}}
 	Expect((&controller.ConversationReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
 		Recorder: events.NewRecorder(mgr.GetScheme(), "parley-conversation"),
-		Stores:   stores, Views: views, Clock: clock.RealClock{}, MaxConcurrentReconciles: 2,
+		Sessions: sessions, Clock: clock.RealClock{}, MaxConcurrentReconciles: 2,
 		AgentAPIURL: "https://parley-session-api.parley-system.svc:8082",
 	}).SetupWithManager(mgr)).To(Succeed())
 	Expect((&controller.CheckpointReconciler{
 		Client: mgr.GetClient(), Scheme: mgr.GetScheme(),
 		Recorder: events.NewRecorder(mgr.GetScheme(), "parley-checkpoint"),
-		Stores:   stores, Views: views,
+		Sessions: sessions,
 	}).SetupWithManager(mgr)).To(Succeed())
 	go func() {
 		defer GinkgoRecover()
