@@ -114,6 +114,14 @@ var _ = Describe("Admission of Conversations and Checkpoints by the real apiserv
     endpoint: ftp://models.example.com
     model: gpt-4o-mini
     credentialsSecretRef: {name: key}`), "summarizer.endpoint must be an http(s) URL"),
+		Entry("a plain-http summarizer endpoint without insecure",
+			conversationYAML(cmHistory+`context:
+  strategy: Summarize
+  summarizer:
+    provider: openai
+    endpoint: http://models.example.com
+    model: gpt-4o-mini
+    credentialsSecretRef: {name: key}`), "summarizer.endpoint must be an https:// URL"),
 		Entry("an objectStore without credentials",
 			conversationYAML(`history:
   objectStore:
