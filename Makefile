@@ -36,6 +36,11 @@ CLAUDE_CODE ?= $(LOCALBIN)/claude-code
 CLAUDE_AGENT_SDK_VERSION ?= 0.3.330
 CLAUDE_AGENT_SDK_BUILD ?= typescript@7.0.2 @types/node@20.19.43
 CLAUDE_AGENT_SDK ?= $(LOCALBIN)/claude-agent-sdk
+## The agent frameworks the TypeScript Session API client and its adapters (clients/) are
+## built and tested with: the OpenAI Agents SDK, LangGraph and its checkpoint conformance suite.
+AGENT_FRAMEWORKS_PACKAGES ?= $(CLAUDE_AGENT_SDK_BUILD) @openai/agents@0.20.0 zod@4.6.7 @langchain/core@1.4.0 \
+	@langchain/langgraph@1.7.3 @langchain/langgraph-checkpoint@1.2.2 @langchain/langgraph-checkpoint-validation@1.1.1
+AGENT_FRAMEWORKS ?= $(LOCALBIN)/agent-frameworks
 ## Build information linked into the binaries (manager --version, kubectl parley version).
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
@@ -102,9 +107,10 @@ lint-fix: golangci-lint ## Run golangci-lint and apply its fixes.
 ##@ Test
 
 .PHONY: test
-test: manifests generate fmt vet envtest s3-server claude-code claude-agent-sdk helm kustomize ## Unit, envtest (real kube-apiserver), storage conformance (real S3 server), Helm chart and real Claude Code CLI and Agent SDK tests.
+test: manifests generate fmt vet envtest s3-server claude-code claude-agent-sdk agent-frameworks helm kustomize ## Unit, envtest (real kube-apiserver), storage conformance (real S3 server), Helm chart, real Claude Code CLI, Agent SDK, OpenAI Agents SDK and LangGraph tests.
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" PARLEY_VERSITYGW="$(VERSITYGW)" PARLEY_CLAUDE_CODE="$(CLAUDE_CODE)" \
 		HELM="$(HELM)" KUSTOMIZE="$(KUSTOMIZE)" PARLEY_CLAUDE_AGENT_SDK="$(CLAUDE_AGENT_SDK)" \
+		PARLEY_AGENT_FRAMEWORKS="$(AGENT_FRAMEWORKS)" \
 		$(GO) test ./... -count=1 -coverprofile cover.out
 
 .PHONY: test-e2e
@@ -229,6 +235,14 @@ claude-agent-sdk: ## Install the Claude Agent SDK and TypeScript with npm (cache
 typescript-client: claude-agent-sdk ## Compile clients/typescript/src into its committed dist/ with the pinned TypeScript.
 	ln -sfn $(CLAUDE_AGENT_SDK)/node_modules clients/typescript/node_modules
 	cd clients/typescript && node node_modules/typescript/bin/tsc -p .
+
+.PHONY: agent-frameworks
+agent-frameworks: ## Install the OpenAI Agents SDK, LangGraph and TypeScript with npm (cached outside the clone).
+	@hack/agent-frameworks.sh $(AGENT_FRAMEWORKS) $(AGENT_FRAMEWORKS_PACKAGES) >/dev/null
+
+.PHONY: agent-clients
+agent-clients: agent-frameworks ## Compile the TypeScript Session API client and the agent framework adapters (clients/) into their committed dist/.
+	hack/agent-clients.sh $(AGENT_FRAMEWORKS) clients
 
 .PHONY: controller-gen
 controller-gen: ## Build controller-gen.

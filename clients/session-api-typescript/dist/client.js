@@ -1,0 +1,254 @@
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { followMessages } from './follow.js';
+import { transient, Transport } from './transport.js';
+/** Where the operator mounts an agent's projected ServiceAccount token (audience parley). */
+export const DEFAULT_TOKEN_FILE = '/var/run/secrets/parley.dev/serviceaccount/token';
+/** An error answer of the Session API (application/problem+json, RFC 9457). */
+export class ParleyProblem extends Error {
+    status;
+    type;
+    title;
+    detail;
+    constructor(status, type, title, detail) {
+        super(`Parley Session API: ${status} ${title}${detail ? `: ${detail}` : ''}`);
+        this.status = status;
+        this.type = type;
+        this.title = title;
+        this.detail = detail;
+        this.name = 'ParleyProblem';
+    }
+}
+const retryable = new Set([429, 502, 503, 504]);
+/** The path of one conversation; the calls add a suffix. */
+export function conversationPath(namespace, name) {
+    return `/v1/namespaces/${encodeURIComponent(namespace)}/conversations/${encodeURIComponent(name)}`;
+}
+/** A new message or event id. */
+export function newId() {
+    return randomUUID();
+}
+/**
+ * The client of Parley's Session API, with the calls of the Go client (pkg/client). Every call
+ * is idempotent — appends carry ids, a reset an id made per call — so transient failures are
+ * retried with backoff and the same body, honouring Retry-After. Errors of the API are
+ * ParleyProblem.
+ */
+export class ParleyClient {
+    url;
+    transport;
+    tokenSource;
+    retries;
+    maxBackoffMs;
+    timeoutMs;
+    /** Waits between tries; replaced by tests. */
+    sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+    constructor(options) {
+        let url;
+        try {
+            url = new URL(options.url.replace(/\/+$/, ''));
+        }
+        catch {
+            throw new Error(`parley client: ${JSON.stringify(options.url)} is not an http(s) URL`);
+        }
+        if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+            throw new Error(`parley client: ${JSON.stringify(options.url)} is not an http(s) URL`);
+        }
+        this.url = url;
+        const ca = options.ca ?? (options.caFile ? readFileSync(options.caFile) : undefined);
+        this.transport = new Transport(url.protocol === 'https:', ca);
+        this.retries = options.retries ?? 5;
+        this.maxBackoffMs = options.maxBackoffMs ?? 10_000;
+        this.timeoutMs = options.timeoutMs ?? 60_000;
+        const { token, tokenFile } = options;
+        if (typeof token === 'string') {
+            this.tokenSource = async () => token;
+        }
+        else if (typeof token === 'function') {
+            this.tokenSource = async () => token();
+        }
+        else if (tokenFile) {
+            this.tokenSource = async () => (await readFile(tokenFile, 'utf8')).trim();
+        }
+        else {
+            this.tokenSource = async () => '';
+        }
+    }
+    /**
+     * A client configured the way an agent pod is set up: PARLEY_API_URL, the projected token
+     * (PARLEY_TOKEN_FILE, else DEFAULT_TOKEN_FILE), the CA in PARLEY_CA_FILE when set.
+     */
+    static fromEnvironment(env = process.env) {
+        return new ParleyClient({
+            url: env.PARLEY_API_URL ?? '',
+            tokenFile: env.PARLEY_TOKEN_FILE || DEFAULT_TOKEN_FILE,
+            caFile: env.PARLEY_CA_FILE || undefined,
+        });
+    }
+    /** A conversation's summary: session id, phase, head (epoch, sequence), counts. */
+    conversation(namespace, name) {
+        return this.call('GET', conversationPath(namespace, name));
+    }
+    /** The messages after the sequence `after`, at most `limit` (0: the server's page of up to 1000). */
+    messages(namespace, name, after = 0, limit = 0) {
+        const q = new URLSearchParams();
+        if (after > 0)
+            q.set('after', String(after));
+        if (limit > 0)
+            q.set('limit', String(limit));
+        const query = q.size > 0 ? `?${q}` : '';
+        return this.call('GET', `${conversationPath(namespace, name)}/messages${query}`);
+    }
+    /**
+     * Every message of the current epoch, page by page. A compaction or reset between two pages
+     * starts the read again, so the result is one epoch's.
+     */
+    async allMessages(namespace, name) {
+        for (let tries = 0; tries < 3; tries++) {
+            const first = await this.messages(namespace, name);
+            const out = { epoch: first.epoch, messages: [...first.messages] };
+            let next = first.next;
+            while (next) {
+                const page = await this.messages(namespace, name, next);
+                if (page.epoch !== out.epoch)
+                    break;
+                out.messages.push(...page.messages);
+                next = page.next;
+            }
+            if (!next)
+                return out;
+        }
+        throw new Error('parley client: the history moved to a new epoch three times while it was read');
+    }
+    /**
+     * Stores messages in order and answers their sequences once durable. Every message needs an
+     * id; a retry (by this client or the caller) stores nothing twice.
+     */
+    append(namespace, name, messages) {
+        return this.call('POST', `${conversationPath(namespace, name)}/messages`, { messages });
+    }
+    /** Stores reducer events in order; each needs an id, repeated on a retry. */
+    appendEvents(namespace, name, events) {
+        return this.call('POST', `${conversationPath(namespace, name)}/events`, { events });
+    }
+    /** Reports the adapter's latest state (the latest report wins). */
+    async putAdapterState(namespace, name, state) {
+        await this.call('PUT', `${conversationPath(namespace, name)}/adapter-state`, state);
+    }
+    /** Asks for a Manual Checkpoint and answers its name. */
+    async checkpoint(namespace, name, req = {}) {
+        const out = await this.call('POST', `${conversationPath(namespace, name)}/checkpoints`, req);
+        return out.name;
+    }
+    /** Asks the controller to compact the conversation now. */
+    async compact(namespace, name) {
+        await this.call('POST', `${conversationPath(namespace, name)}/compact`, {});
+    }
+    /**
+     * Clears the history once a Reset Checkpoint holds it (the caller needs `delete` on
+     * conversations/history). Without `req.id` one is made for this call, which every retry
+     * repeats, so a retry answers the first reset instead of clearing again.
+     */
+    reset(namespace, name, req = {}) {
+        return this.call('POST', `${conversationPath(namespace, name)}/reset`, { ...req, id: req.id ?? newId() });
+    }
+    /** The whole state of the current epoch: system prompt, messages, threads, adapter reports, records. */
+    state(namespace, name) {
+        return this.call('GET', `${conversationPath(namespace, name)}/state`);
+    }
+    /** Appends one part of a whole state; a retried part (same id and part) stores nothing twice. */
+    importState(namespace, name, req) {
+        return this.call('POST', `${conversationPath(namespace, name)}/import`, req);
+    }
+    /** The resume bundle a new agent pod would mount now, cut at `turn` (0: the latest complete turn). */
+    resume(namespace, name, turn = 0) {
+        return this.call('GET', `${conversationPath(namespace, name)}/resume${turn > 0 ? `?turn=${turn}` : ''}`);
+    }
+    /**
+     * The messages after the sequence `after`, as they are appended, until `signal` aborts or the
+     * conversation moves to a new epoch (EpochChanged: read it again from the start). A dropped
+     * stream is resumed from the last message seen.
+     */
+    follow(namespace, name, options = {}) {
+        return followMessages(this, `${conversationPath(namespace, name)}/messages?follow=true`, options);
+    }
+    /** Closes idle connections (a process exits without it). */
+    close() {
+        this.transport.close();
+    }
+    /** The headers of a request, with the token read now. @internal */
+    async headers(extra = {}) {
+        const token = await this.tokenSource();
+        return { accept: 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}), ...extra };
+    }
+    /** @internal */
+    get transportOf() {
+        return this.transport;
+    }
+    /** @internal */
+    get backoffLimitMs() {
+        return this.maxBackoffMs;
+    }
+    // call sends a request, retrying what may succeed later with the same body. A 401 is tried
+    // once more with the token read again: a projected token may have rotated in between.
+    async call(method, path, body) {
+        const payload = body === undefined ? undefined : JSON.stringify(body);
+        const url = new URL(this.url.pathname.replace(/\/+$/, '') + path, this.url);
+        let backoff = 100;
+        let reauthorized = false;
+        for (let attempt = 0;; attempt++) {
+            let failure;
+            let waitMs = 0;
+            try {
+                const headers = await this.headers(payload === undefined ? {} : { 'content-type': 'application/json' });
+                const res = await this.transport.send({ method, url, headers, body: payload, timeoutMs: this.timeoutMs });
+                if (res.status >= 200 && res.status < 300) {
+                    return (res.text ? JSON.parse(res.text) : undefined);
+                }
+                const problem = problemOf(res.status, res.statusText, res.text);
+                if (res.status === 401 && !reauthorized) {
+                    reauthorized = true;
+                    attempt--;
+                    continue;
+                }
+                if (!retryable.has(res.status)) {
+                    throw problem;
+                }
+                failure = problem;
+                waitMs = 1000 * Number(res.headers['retry-after'] ?? 0) || 0;
+            }
+            catch (err) {
+                if (err instanceof ParleyProblem || !transient(err)) {
+                    throw err;
+                }
+                failure = err;
+            }
+            if (attempt >= this.retries) {
+                throw failure;
+            }
+            if (waitMs === 0) {
+                waitMs = backoff;
+                backoff = Math.min(backoff * 2, this.maxBackoffMs);
+            }
+            await this.sleep(Math.min(waitMs, this.maxBackoffMs));
+        }
+    }
+}
+/**
+ * Reads an error answer. One that is not the Session API's (a proxy in front of it answering
+ * with a Kubernetes Status or plain text) keeps its message as the detail.
+ */
+export function problemOf(status, statusText, text) {
+    try {
+        const p = JSON.parse(text);
+        if (p.type || p.detail) {
+            return new ParleyProblem(status, p.type ?? '', p.title ?? statusText, p.detail ?? '');
+        }
+        return new ParleyProblem(status, '', statusText, p.message ?? '');
+    }
+    catch {
+        const plain = text.trim();
+        return new ParleyProblem(status, '', statusText, plain.length <= 512 ? plain : '');
+    }
+}
