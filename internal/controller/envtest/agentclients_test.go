@@ -235,10 +235,10 @@ var _ = Describe("Agent framework adapters (clients/*, TypeScript)", Label("agen
 
 	It("the LangGraph checkpoint saver: LangGraph's conformance suite, and a graph resumed by a new saver", func() {
 		dir := filepath.Join(work, "langgraph-checkpoint-saver")
-		env := []string{"PARLEY_API_URL=" + sessionURL, "PARLEY_NAMESPACE=" + ns, "PARLEY_CHECK_TOKEN=" + token, "PARLEY_CHECK_PROVISION=" + provisioner(ns)}
+		env := []string{"PARLEY_API_URL=" + sessionURL, "PARLEY_NAMESPACE=" + ns, "PARLEY_CHECK_TOKEN=" + token, "PARLEY_CHECK_PROVISION=" + provisioner(ns), "NO_COLOR=1"}
 		// The suite validate-checkpointer runs, through the package's own entry point (see
 		// test/conformance.test.mjs), on vitest as the CLI runs it.
-		out := runNode(dir, append(env, "NO_COLOR=1"), filepath.Join(work, "node_modules", "vitest", "vitest.mjs"), "run", "--globals", "test/conformance.test.mjs")
+		out := runNode(dir, env, filepath.Join(work, "node_modules", "vitest", "vitest.mjs"), "run", "--globals", "test/conformance.test.mjs")
 		Expect(out).To(MatchRegexp(`Tests\s+\d+ passed`))
 		Expect(out).NotTo(MatchRegexp(`Tests\s+.*\d+ (failed|skipped)`))
 
