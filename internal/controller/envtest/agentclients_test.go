@@ -136,8 +136,9 @@ func runNode(dir string, env []string, args ...string) string {
 // tlsProxy serves the suite's Session API behind TLS, with a certificate signed by a CA it
 // writes to a file; it returns the URL and that file.
 func tlsProxy() (string, string) {
-	setup, caPEM, err := sessionapi.SelfSignedTLS([]string{"127.0.0.1"})
+	certs, err := sessionapi.NewCertificates(ctx, sessionapi.CertificatesOptions{Hosts: []string{"127.0.0.1"}})
 	Expect(err).NotTo(HaveOccurred())
+	setup, caPEM := certs.TLS(), certs.TrustedCA()
 	target, err := url.Parse(sessionURL)
 	Expect(err).NotTo(HaveOccurred())
 	srv := &http.Server{Handler: httputil.NewSingleHostReverseProxy(target), ReadHeaderTimeout: 10 * time.Second}
