@@ -158,6 +158,23 @@ const (
 	ReasonCompactionFailed = "CompactionFailed"
 )
 
+// Agent failure reasons, recorded in status.agent.lastFailure.reason. A pod the system failed
+// for another reason (DeadlineExceeded, OutOfcpu, …) records the pod's own status reason.
+const (
+	// AgentFailureError: the agent container exited non-zero.
+	AgentFailureError = "Error"
+	// AgentFailureOOMKilled: the agent container was killed for exceeding its memory limit.
+	AgentFailureOOMKilled = "OOMKilled"
+	// AgentFailureEvicted: the kubelet or the eviction API evicted the pod.
+	AgentFailureEvicted = "Evicted"
+	// AgentFailurePreempted: the scheduler preempted the pod for a higher-priority one.
+	AgentFailurePreempted = "Preempted"
+	// AgentFailureDeleted: someone other than Parley deleted the pod.
+	AgentFailureDeleted = "Deleted"
+	// AgentFailureNodeLost: the pod's node was removed or stayed not Ready too long.
+	AgentFailureNodeLost = "NodeLost"
+)
+
 // Event reasons, emitted on the object they concern.
 const (
 	// EventSessionStarted: a session id was minted or pinned.

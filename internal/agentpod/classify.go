@@ -8,6 +8,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 )
 
 // State is where an agent pod stands.
@@ -27,27 +29,11 @@ const (
 	Blocked State = "Blocked"
 )
 
-// Failure reasons recorded in status.agent.lastFailure.reason.
-const (
-	FailureError     = "Error"
-	FailureOOMKilled = "OOMKilled"
-	FailureEvicted   = "Evicted"
-	FailurePreempted = "Preempted"
-	FailureDeleted   = "Deleted"
-	FailureNodeLost  = "NodeLost"
-)
-
-// Blocked reasons (the condition reasons of AgentRunning=False).
-const (
-	BlockedImagePull       = "ImagePullFailed"
-	BlockedContainerConfig = "ContainerConfigInvalid"
-	BlockedUnschedulable   = "PodUnschedulable"
-)
-
 // Observation is what Classify found.
 type Observation struct {
 	State State
-	// Reason: a Failure* reason when Crashed, a Blocked* reason when Blocked.
+	// Reason: an AgentFailure* reason when Crashed; when Blocked, the AgentRunning condition's
+	// reason (ImagePullFailed, ContainerConfigInvalid, PodUnschedulable).
 	Reason   string
 	ExitCode int32
 	// Message is the kubelet's message or the container's termination message (never
@@ -109,12 +95,12 @@ func Classify(pod *corev1.Pod, node *Node, now time.Time, nodeLostGrace time.Dur
 	if pod.DeletionTimestamp != nil {
 		// Someone else deleted the pod (Parley passes only pods it did not delete): a crash,
 		// even if the agent exited 0 on SIGTERM.
-		if term != nil && term.Reason == FailureOOMKilled {
-			return crash(FailureOOMKilled)
+		if term != nil && term.Reason == "OOMKilled" {
+			return crash(parleyv1alpha1.AgentFailureOOMKilled)
 		}
 		reason := disruption(pod)
 		if reason == "" {
-			reason = FailureDeleted
+			reason = parleyv1alpha1.AgentFailureDeleted
 		}
 		obs := crash(reason)
 		obs.At = pod.DeletionTimestamp.Time
@@ -122,27 +108,27 @@ func Classify(pod *corev1.Pod, node *Node, now time.Time, nodeLostGrace time.Dur
 	}
 	if term != nil {
 		switch {
-		case term.Reason == FailureOOMKilled:
-			return crash(FailureOOMKilled)
+		case term.Reason == "OOMKilled":
+			return crash(parleyv1alpha1.AgentFailureOOMKilled)
 		case term.ExitCode != 0:
-			return crash(FailureError)
+			return crash(parleyv1alpha1.AgentFailureError)
 		default:
-			return Observation{State: Completed, Reason: "Completed", Message: cut(term.Message), At: term.FinishedAt.Time}
+			return Observation{State: Completed, Reason: parleyv1alpha1.ReasonCompleted, Message: cut(term.Message), At: term.FinishedAt.Time}
 		}
 	}
 	switch pod.Status.Phase {
 	case corev1.PodFailed:
-		return crash(FailureError)
+		return crash(parleyv1alpha1.AgentFailureError)
 	case corev1.PodSucceeded:
-		return Observation{State: Completed, Reason: "Completed", At: failedAt(pod, now)}
+		return Observation{State: Completed, Reason: parleyv1alpha1.ReasonCompleted, At: failedAt(pod, now)}
 	}
 	if node != nil && pod.Spec.NodeName != "" {
 		if node.Gone {
-			return Observation{State: Crashed, Reason: FailureNodeLost, Message: "node " + pod.Spec.NodeName + " was removed", At: now}
+			return Observation{State: Crashed, Reason: parleyv1alpha1.AgentFailureNodeLost, Message: "node " + pod.Spec.NodeName + " was removed", At: now}
 		}
 		if node.Ready != corev1.ConditionTrue && !node.Since.IsZero() && now.Sub(node.Since) >= nodeLostGrace {
 			return Observation{
-				State: Crashed, Reason: FailureNodeLost,
+				State: Crashed, Reason: parleyv1alpha1.AgentFailureNodeLost,
 				Message: "node " + pod.Spec.NodeName + " not Ready since " + node.Since.UTC().Format(time.RFC3339), At: now,
 			}
 		}
@@ -151,9 +137,9 @@ func Classify(pod *corev1.Pod, node *Node, now time.Time, nodeLostGrace time.Dur
 		return b
 	}
 	if agent != nil && agent.State.Running != nil {
-		return Observation{State: Running, Reason: "PodRunning", At: agent.State.Running.StartedAt.Time}
+		return Observation{State: Running, Reason: parleyv1alpha1.ReasonPodRunning, At: agent.State.Running.StartedAt.Time}
 	}
-	return Observation{State: Pending, Reason: "PodPending"}
+	return Observation{State: Pending, Reason: parleyv1alpha1.ReasonPodPending}
 }
 
 // blocked finds a reason the pod cannot start that is not the agent's fault.
@@ -166,15 +152,15 @@ func blocked(pod *corev1.Pod) Observation {
 			}
 			switch w.Reason {
 			case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "RegistryUnavailable":
-				return Observation{State: Blocked, Reason: BlockedImagePull, Message: cut(statuses[i].Name + ": " + w.Reason + ": " + w.Message)}
+				return Observation{State: Blocked, Reason: parleyv1alpha1.ReasonImagePullFailed, Message: cut(statuses[i].Name + ": " + w.Reason + ": " + w.Message)}
 			case "CreateContainerConfigError", "CreateContainerError", "RunContainerError":
-				return Observation{State: Blocked, Reason: BlockedContainerConfig, Message: cut(statuses[i].Name + ": " + w.Reason + ": " + w.Message)}
+				return Observation{State: Blocked, Reason: parleyv1alpha1.ReasonContainerConfigInvalid, Message: cut(statuses[i].Name + ": " + w.Reason + ": " + w.Message)}
 			}
 		}
 	}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			return Observation{State: Blocked, Reason: BlockedUnschedulable, Message: cut(c.Message)}
+			return Observation{State: Blocked, Reason: parleyv1alpha1.ReasonPodUnschedulable, Message: cut(c.Message)}
 		}
 	}
 	return Observation{}
@@ -187,7 +173,7 @@ func systemReason(pod *corev1.Pod) string {
 		return d
 	}
 	if pod.Status.Reason == "Evicted" {
-		return FailureEvicted
+		return parleyv1alpha1.AgentFailureEvicted
 	}
 	return pod.Status.Reason
 }
@@ -200,11 +186,11 @@ func disruption(pod *corev1.Pod) string {
 		}
 		switch c.Reason {
 		case "EvictionByEvictionAPI", "TerminationByKubelet":
-			return FailureEvicted
+			return parleyv1alpha1.AgentFailureEvicted
 		case "PreemptionByScheduler", "PreemptionByKubeScheduler":
-			return FailurePreempted
+			return parleyv1alpha1.AgentFailurePreempted
 		case "DeletionByTaintManager", "DeletionByPodGC":
-			return FailureNodeLost
+			return parleyv1alpha1.AgentFailureNodeLost
 		}
 	}
 	return ""

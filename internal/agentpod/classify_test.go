@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 )
 
 var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
@@ -47,44 +49,44 @@ func TestClassify(t *testing.T) {
 		{"just created", agentPod(corev1.PodPending, corev1.ContainerState{}), nil, Pending, "PodPending", 0},
 		{"no status yet", &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "agent"}}}}, nil, Pending, "PodPending", 0},
 		{"running", agentPod(corev1.PodRunning, running), nil, Running, "PodRunning", 0},
-		{"exit 1", agentPod(corev1.PodFailed, terminated(1, "Error")), nil, Crashed, FailureError, 1},
-		{"agent exit 2 while a sidecar still runs", agentPod(corev1.PodRunning, terminated(2, "Error")), nil, Crashed, FailureError, 2},
-		{"OOMKilled", agentPod(corev1.PodFailed, terminated(137, "OOMKilled")), nil, Crashed, FailureOOMKilled, 137},
+		{"exit 1", agentPod(corev1.PodFailed, terminated(1, "Error")), nil, Crashed, parleyv1alpha1.AgentFailureError, 1},
+		{"agent exit 2 while a sidecar still runs", agentPod(corev1.PodRunning, terminated(2, "Error")), nil, Crashed, parleyv1alpha1.AgentFailureError, 2},
+		{"OOMKilled", agentPod(corev1.PodFailed, terminated(137, "OOMKilled")), nil, Crashed, parleyv1alpha1.AgentFailureOOMKilled, 137},
 		{"exit 0 is done", agentPod(corev1.PodSucceeded, terminated(0, "Completed")), nil, Completed, "Completed", 0},
 		{"agent exit 0 while a sidecar runs", agentPod(corev1.PodRunning, terminated(0, "Completed")), nil, Completed, "Completed", 0},
 		{"evicted by the kubelet: its kill is not the agent's exit", with(agentPod(corev1.PodFailed, terminated(137, "Error")), func(p *corev1.Pod) {
 			p.Status.Reason, p.Status.Message = "Evicted", "The node was low on resource: memory."
-		}), nil, Crashed, FailureEvicted, 137},
+		}), nil, Crashed, parleyv1alpha1.AgentFailureEvicted, 137},
 		{"evicted through the API", with(agentPod(corev1.PodFailed, terminated(143, "Error")), func(p *corev1.Pod) {
 			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "EvictionByEvictionAPI"}}
-		}), nil, Crashed, FailureEvicted, 143},
+		}), nil, Crashed, parleyv1alpha1.AgentFailureEvicted, 143},
 		{"preempted", with(agentPod(corev1.PodRunning, running), func(p *corev1.Pod) {
 			p.DeletionTimestamp = &deleting
 			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "PreemptionByScheduler"}}
-		}), nil, Crashed, FailurePreempted, 0},
+		}), nil, Crashed, parleyv1alpha1.AgentFailurePreempted, 0},
 		{"deadline exceeded", with(agentPod(corev1.PodFailed, terminated(137, "Error")), func(p *corev1.Pod) {
 			p.Status.Reason = "DeadlineExceeded"
 		}), nil, Crashed, "DeadlineExceeded", 137},
-		{"deleted by someone", with(agentPod(corev1.PodRunning, running), func(p *corev1.Pod) { p.DeletionTimestamp = &deleting }), nil, Crashed, FailureDeleted, 0},
-		{"deleted: exit 0 on SIGTERM is still a crash", with(agentPod(corev1.PodSucceeded, terminated(0, "Completed")), func(p *corev1.Pod) { p.DeletionTimestamp = &deleting }), nil, Crashed, FailureDeleted, 0},
+		{"deleted by someone", with(agentPod(corev1.PodRunning, running), func(p *corev1.Pod) { p.DeletionTimestamp = &deleting }), nil, Crashed, parleyv1alpha1.AgentFailureDeleted, 0},
+		{"deleted: exit 0 on SIGTERM is still a crash", with(agentPod(corev1.PodSucceeded, terminated(0, "Completed")), func(p *corev1.Pod) { p.DeletionTimestamp = &deleting }), nil, Crashed, parleyv1alpha1.AgentFailureDeleted, 0},
 		{"taint manager deleted it", with(agentPod(corev1.PodRunning, running), func(p *corev1.Pod) {
 			p.DeletionTimestamp = &deleting
 			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "DeletionByTaintManager"}}
-		}), nil, Crashed, FailureNodeLost, 0},
-		{"node NotReady past the grace", agentPod(corev1.PodRunning, running), &Node{Ready: corev1.ConditionUnknown, Since: t0.Add(-2 * time.Minute)}, Crashed, FailureNodeLost, 0},
+		}), nil, Crashed, parleyv1alpha1.AgentFailureNodeLost, 0},
+		{"node NotReady past the grace", agentPod(corev1.PodRunning, running), &Node{Ready: corev1.ConditionUnknown, Since: t0.Add(-2 * time.Minute)}, Crashed, parleyv1alpha1.AgentFailureNodeLost, 0},
 		{"node NotReady within the grace", agentPod(corev1.PodRunning, running), &Node{Ready: corev1.ConditionFalse, Since: t0.Add(-30 * time.Second)}, Running, "PodRunning", 0},
-		{"node gone", agentPod(corev1.PodRunning, running), &Node{Gone: true}, Crashed, FailureNodeLost, 0},
+		{"node gone", agentPod(corev1.PodRunning, running), &Node{Gone: true}, Crashed, parleyv1alpha1.AgentFailureNodeLost, 0},
 		{"node Ready", agentPod(corev1.PodRunning, running), &Node{Ready: corev1.ConditionTrue, Since: t0.Add(-time.Hour)}, Running, "PodRunning", 0},
-		{"image pull back-off is not a crash", agentPod(corev1.PodPending, waiting("ImagePullBackOff")), nil, Blocked, BlockedImagePull, 0},
-		{"invalid image name", agentPod(corev1.PodPending, waiting("InvalidImageName")), nil, Blocked, BlockedImagePull, 0},
+		{"image pull back-off is not a crash", agentPod(corev1.PodPending, waiting("ImagePullBackOff")), nil, Blocked, parleyv1alpha1.ReasonImagePullFailed, 0},
+		{"invalid image name", agentPod(corev1.PodPending, waiting("InvalidImageName")), nil, Blocked, parleyv1alpha1.ReasonImagePullFailed, 0},
 		{"init container cannot pull", with(agentPod(corev1.PodPending, corev1.ContainerState{}), func(p *corev1.Pod) {
 			p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "init", State: waiting("ErrImagePull")}}
-		}), nil, Blocked, BlockedImagePull, 0},
-		{"missing secret key", agentPod(corev1.PodPending, waiting("CreateContainerConfigError")), nil, Blocked, BlockedContainerConfig, 0},
+		}), nil, Blocked, parleyv1alpha1.ReasonImagePullFailed, 0},
+		{"missing secret key", agentPod(corev1.PodPending, waiting("CreateContainerConfigError")), nil, Blocked, parleyv1alpha1.ReasonContainerConfigInvalid, 0},
 		{"unschedulable", with(agentPod(corev1.PodPending, corev1.ContainerState{}), func(p *corev1.Pod) {
 			p.Spec.NodeName = ""
 			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/1 nodes are available"}}
-		}), nil, Blocked, BlockedUnschedulable, 0},
+		}), nil, Blocked, parleyv1alpha1.ReasonPodUnschedulable, 0},
 		{"container creating", agentPod(corev1.PodPending, waiting("ContainerCreating")), nil, Pending, "PodPending", 0},
 	}
 	for _, tc := range cases {

@@ -3,6 +3,8 @@ package agentpod
 import (
 	"fmt"
 	"time"
+
+	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 )
 
 // PoisonAfter is how many crashes in a row at the same turn make it a poison turn.
@@ -36,12 +38,6 @@ type Verdict struct {
 	FailuresAtTurn int32
 }
 
-// Failed reasons (AgentRunning=False, phase Failed).
-const (
-	ReasonMaxRestartsExceeded = "MaxRestartsExceeded"
-	ReasonPoisonTurn          = "PoisonTurn"
-)
-
 // AfterCrash decides whether a crashed agent is restarted. restarts is how many restarts were
 // made before this crash; prevTurn and prevFailures describe the previous crash (prevFailures 0
 // when there was none); turn is the turn the agent was working on (one past the last complete
@@ -54,11 +50,11 @@ func AfterCrash(p Policy, restarts int32, prevTurn int64, prevFailures int32, tu
 	v := Verdict{FailuresAtTurn: failures}
 	switch {
 	case failures >= PoisonAfter:
-		v.Reason = ReasonPoisonTurn
+		v.Reason = parleyv1alpha1.ReasonPoisonTurn
 		v.Message = fmt.Sprintf("the agent crashed %d times in a row at turn %d; it is not restarted: "+
 			"fix the agent or fork the conversation from an earlier Checkpoint", failures, turn)
 	case restarts >= p.MaxRestarts:
-		v.Reason = ReasonMaxRestartsExceeded
+		v.Reason = parleyv1alpha1.ReasonMaxRestartsExceeded
 		v.Message = fmt.Sprintf("the agent crashed after %d restarts (agent.maxRestarts %d); it is not restarted", restarts, p.MaxRestarts)
 	default:
 		v.Restart = true

@@ -3,6 +3,8 @@ package agentpod
 import (
 	"testing"
 	"time"
+
+	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 )
 
 func TestBackoff(t *testing.T) {
@@ -34,10 +36,10 @@ func TestAfterCrash(t *testing.T) {
 		{"first crash", 0, 0, 0, 4, true, "", 1, time.Second},
 		{"second crash at another turn", 1, 3, 1, 4, true, "", 1, 2 * time.Second},
 		{"second crash at the same turn", 1, 4, 1, 4, true, "", 2, 2 * time.Second},
-		{"third crash at the same turn is poison", 2, 4, 2, 4, false, ReasonPoisonTurn, 3, 0},
-		{"poison wins over max restarts", 3, 4, 2, 4, false, ReasonPoisonTurn, 3, 0},
+		{"third crash at the same turn is poison", 2, 4, 2, 4, false, parleyv1alpha1.ReasonPoisonTurn, 3, 0},
+		{"poison wins over max restarts", 3, 4, 2, 4, false, parleyv1alpha1.ReasonPoisonTurn, 3, 0},
 		{"progress resets the count", 2, 4, 2, 5, true, "", 1, 4 * time.Second},
-		{"max restarts reached", 3, 1, 1, 7, false, ReasonMaxRestartsExceeded, 1, 0},
+		{"max restarts reached", 3, 1, 1, 7, false, parleyv1alpha1.ReasonMaxRestartsExceeded, 1, 0},
 		{"turn 0 repeated with no earlier failure", 0, 0, 0, 1, true, "", 1, time.Second},
 	}
 	for _, tc := range cases {

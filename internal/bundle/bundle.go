@@ -95,7 +95,7 @@ func Build(in Input) (Files, error) {
 		return nil, fmt.Errorf("%w: no session id", ErrInput)
 	}
 	if in.Adapter == "" {
-		in.Adapter = parleyv1alpha1.AdapterGeneric
+		in.Adapter = parleyv1alpha1.DefaultAdapter
 	}
 	if in.AdapterState == nil && len(in.State.Adapters) > 0 {
 		in.AdapterState = in.State.Adapters[len(in.State.Adapters)-1]

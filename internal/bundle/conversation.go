@@ -7,15 +7,9 @@ import (
 	"github.com/parley-dev/parley/pkg/conversation"
 )
 
-// DefaultMountPath is spec.agent.resumeMountPath's default (the CRD sets it too).
-const DefaultMountPath = "/var/run/parley"
-
 // MountPath is where a Conversation's agent pods find their bundle.
 func MountPath(conv *parleyv1alpha1.Conversation) string {
-	if a := conv.Spec.Agent; a != nil && a.ResumeMountPath != "" {
-		return a.ResumeMountPath
-	}
-	return DefaultMountPath
+	return conv.Spec.Agent.GetResumeMountPath()
 }
 
 // InputFor is the Input of a Conversation's bundle: what the controller mounts in an agent pod
@@ -25,14 +19,11 @@ func MountPath(conv *parleyv1alpha1.Conversation) string {
 func InputFor(conv *parleyv1alpha1.Conversation, state *conversation.State, attempt int32, checkpoint string) Input {
 	in := Input{
 		State: state, SessionID: conv.Status.SessionID, Conversation: conv.Name, Namespace: conv.Namespace,
-		Checkpoint: checkpoint, Attempt: attempt, Adapter: parleyv1alpha1.AdapterGeneric,
+		Checkpoint: checkpoint, Attempt: attempt, Adapter: conv.Spec.Agent.GetAdapter(),
 	}
 	a := conv.Spec.Agent
 	if a == nil {
 		return in
-	}
-	if a.Adapter != "" {
-		in.Adapter = a.Adapter
 	}
 	if len(a.Template.Spec.Containers) > 0 {
 		in.WorkingDir = a.Template.Spec.Containers[0].WorkingDir

@@ -22,10 +22,6 @@ import (
 // SecretKeyAPIKey is the key of the summarizer Secret that holds the API key.
 const SecretKeyAPIKey = "apiKey"
 
-// defaultKeepRecentMessages applies when spec.context.keepRecentMessages is unset (the CRD
-// defaults it too).
-const defaultKeepRecentMessages = 10
-
 // Default endpoints of the providers, when spec.context.summarizer.endpoint is unset.
 var defaultEndpoints = map[parleyv1alpha1.SummarizerProvider]string{
 	parleyv1alpha1.SummarizerOpenAI:    "https://api.openai.com",
@@ -108,14 +104,11 @@ func (r *Runner) plan(ctx context.Context, req Request, conv *parleyv1alpha1.Con
 	if spec.MaxTokens != nil {
 		maxTokens = int(*spec.MaxTokens)
 	}
-	pct := int(spec.CompactAtPercent)
+	pct := int(spec.GetCompactAtPercent())
 	if !req.Force && !compact.Due(snap.Tokens, maxTokens, pct) {
 		return Outcome{Request: req, Result: ResultNothingToCompact}, nil, nil
 	}
-	keep := int(spec.KeepRecentMessages)
-	if keep <= 0 {
-		keep = defaultKeepRecentMessages
-	}
+	keep := int(spec.GetKeepRecentMessages())
 	// Messages the Checkpoint does not hold are never folded: they count as recent.
 	uncovered := 0
 	for i := len(snap.State.Messages) - 1; i >= 0 && snap.State.Messages[i].Seq > req.CheckpointSequence; i-- {

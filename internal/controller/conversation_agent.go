@@ -92,7 +92,7 @@ func decideAgent(s *conversationScope, seen agentSeen) agentPlan {
 	case s.expired:
 		stopping = parleyv1alpha1.ReasonAgentStopped
 		cond(metav1.ConditionFalse, stopping, "the session expired; its agent pod is removed")
-	case s.conv.Spec.Suspend != nil && *s.conv.Spec.Suspend:
+	case s.conv.Spec.IsSuspended():
 		stopping = parleyv1alpha1.ReasonSuspended
 		cond(metav1.ConditionFalse, stopping, "spec.suspend is true: the agent pod is removed and everything else kept")
 	}
@@ -115,7 +115,7 @@ func decideAgent(s *conversationScope, seen agentSeen) agentPlan {
 	// An agent that exited 0 stays Completed when its finished pod is deleted afterwards
 	// (kubectl delete, its namespace going, PodGC): nothing crashed, nothing is restarted.
 	if prev == parleyv1alpha1.ReasonCompleted && !seen.foreign &&
-		(!seen.exists || (seen.obs.State == agentpod.Crashed && seen.obs.Reason == agentpod.FailureDeleted)) {
+		(!seen.exists || (seen.obs.State == agentpod.Crashed && seen.obs.Reason == parleyv1alpha1.AgentFailureDeleted)) {
 		cond(metav1.ConditionFalse, parleyv1alpha1.ReasonCompleted, "agent pod %s exited 0 and was deleted afterwards; it is not restarted", st.PodName)
 		return agentPlan{}
 	}
@@ -164,7 +164,7 @@ func decideWithoutPod(s *conversationScope, st *parleyv1alpha1.AgentStatus, prev
 ) agentPlan {
 	if st.PodName != "" {
 		// The pod vanished without a trace of its end: record it as deleted.
-		seen.exists, seen.obs = true, agentpod.Observation{State: agentpod.Crashed, Reason: agentpod.FailureDeleted, At: s.now}
+		seen.exists, seen.obs = true, agentpod.Observation{State: agentpod.Crashed, Reason: parleyv1alpha1.AgentFailureDeleted, At: s.now}
 		return decideCrash(s, st, prev, seen, cond)
 	}
 	if h := s.condition(parleyv1alpha1.ConditionHistoryAvailable); h == nil || h.Status != metav1.ConditionTrue {
@@ -247,15 +247,5 @@ func decideCrash(s *conversationScope, st *parleyv1alpha1.AgentStatus, prev stri
 
 // restartPolicy reads spec.agent's restart settings with the CRD's defaults.
 func restartPolicy(spec *parleyv1alpha1.AgentSpec) agentpod.Policy {
-	p := agentpod.Policy{MaxRestarts: 5, Initial: 10 * time.Second, Max: 5 * time.Minute}
-	if spec.MaxRestarts != nil {
-		p.MaxRestarts = *spec.MaxRestarts
-	}
-	if spec.Backoff.Initial != nil {
-		p.Initial = spec.Backoff.Initial.Duration
-	}
-	if spec.Backoff.Max != nil {
-		p.Max = spec.Backoff.Max.Duration
-	}
-	return p
+	return agentpod.Policy{MaxRestarts: spec.GetMaxRestarts(), Initial: spec.Backoff.GetInitial(), Max: spec.Backoff.GetMax()}
 }

@@ -108,7 +108,7 @@ func (r *ConversationReconciler) seeAgent(ctx context.Context, s *conversationSc
 		s.agentPod = pod
 	}
 	newCrash := (!seen.exists || seen.obs.State == agentpod.Crashed) && (st.LastFailure == nil || st.LastFailure.PodName != st.PodName)
-	if newCrash && s.conv.Spec.Agent != nil && !s.expired && (s.conv.Spec.Suspend == nil || !*s.conv.Spec.Suspend) {
+	if newCrash && s.conv.Spec.Agent != nil && !s.expired && !s.conv.Spec.IsSuspended() {
 		turn, err := r.completeTurns(ctx, s)
 		if err != nil {
 			return seen, err

@@ -22,7 +22,7 @@ func withRestarts(maxRestarts int32, initial time.Duration) func(*parleyv1alpha1
 }
 
 func failure(pod string, turn int64) *parleyv1alpha1.AgentFailure {
-	return &parleyv1alpha1.AgentFailure{Reason: agentpod.FailureError, ExitCode: 1, PodName: pod, Turn: turn, Time: &metav1.Time{Time: created}}
+	return &parleyv1alpha1.AgentFailure{Reason: parleyv1alpha1.AgentFailureError, ExitCode: 1, PodName: pod, Turn: turn, Time: &metav1.Time{Time: created}}
 }
 
 func TestDecideAgent(t *testing.T) {
@@ -32,7 +32,7 @@ func TestDecideAgent(t *testing.T) {
 		return withCondition(parleyv1alpha1.ConditionAgentRunning, metav1.ConditionFalse, reason)
 	}
 	running := agentpod.Observation{State: agentpod.Running}
-	crashed := agentpod.Observation{State: agentpod.Crashed, Reason: agentpod.FailureOOMKilled, ExitCode: 137, At: now.Add(-time.Second)}
+	crashed := agentpod.Observation{State: agentpod.Crashed, Reason: parleyv1alpha1.AgentFailureOOMKilled, ExitCode: 137, At: now.Add(-time.Second)}
 	pod1 := parleyv1alpha1.AgentStatus{PodName: "c-agent-1", Attempt: 1}
 	tests := map[string]struct {
 		conv        *parleyv1alpha1.Conversation
@@ -149,14 +149,14 @@ func TestDecideAgent(t *testing.T) {
 		},
 		"an image pull error spends no restart": {
 			conv:       testConv(withAgent, historyUp, withAgentStatus(pod1)),
-			seen:       agentSeen{exists: true, obs: agentpod.Observation{State: agentpod.Blocked, Reason: agentpod.BlockedImagePull}, podTemplate: "h", template: "h"},
+			seen:       agentSeen{exists: true, obs: agentpod.Observation{State: agentpod.Blocked, Reason: parleyv1alpha1.ReasonImagePullFailed}, podTemplate: "h", template: "h"},
 			wantStatus: metav1.ConditionFalse, wantReason: parleyv1alpha1.ReasonImagePullFailed,
 			wantAgent:  &parleyv1alpha1.AgentStatus{PodName: "c-agent-1", Attempt: 1},
 			wantEvents: []string{parleyv1alpha1.EventAgentNotStarted},
 		},
 		"a pod that cannot start is replaced once the template changes": {
 			conv:       testConv(withAgent, historyUp, withAgentStatus(pod1)),
-			seen:       agentSeen{exists: true, obs: agentpod.Observation{State: agentpod.Blocked, Reason: agentpod.BlockedImagePull}, podTemplate: "old", template: "new"},
+			seen:       agentSeen{exists: true, obs: agentpod.Observation{State: agentpod.Blocked, Reason: parleyv1alpha1.ReasonImagePullFailed}, podTemplate: "old", template: "new"},
 			wantStatus: metav1.ConditionFalse, wantReason: parleyv1alpha1.ReasonPodPending, wantPlan: agentPlan{stop: true, start: startReplace},
 		},
 		"exit 0 is completed, not restarted": {
@@ -172,7 +172,7 @@ func TestDecideAgent(t *testing.T) {
 		},
 		"a completed agent whose pod is deleted afterwards stays completed": {
 			conv:       testConv(withAgent, historyUp, withAgentStatus(pod1), agentWas(parleyv1alpha1.ReasonCompleted)),
-			seen:       agentSeen{exists: true, obs: agentpod.Observation{State: agentpod.Crashed, Reason: agentpod.FailureDeleted, At: now}, podTemplate: "h", template: "h", crashTurn: 3},
+			seen:       agentSeen{exists: true, obs: agentpod.Observation{State: agentpod.Crashed, Reason: parleyv1alpha1.AgentFailureDeleted, At: now}, podTemplate: "h", template: "h", crashTurn: 3},
 			wantStatus: metav1.ConditionFalse, wantReason: parleyv1alpha1.ReasonCompleted,
 			wantAgent: &pod1,
 		},

@@ -13,9 +13,6 @@ import (
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 )
 
-// defaultCheckpointKeep applies when spec.checkpoints.keep is unset (the CRD defaults it too).
-const defaultCheckpointKeep = 10
-
 // LabelConversation marks a Checkpoint the controller created with its Conversation's name.
 const LabelConversation = "parley.dev/conversation"
 
@@ -91,10 +88,7 @@ func decideCheckpoints(conv *parleyv1alpha1.Conversation, existing []parleyv1alp
 		}
 		plan.next = conv.CreationTimestamp.Add(time.Duration(k+1) * iv.Duration)
 	}
-	keep := defaultCheckpointKeep
-	if policy.Keep != nil {
-		keep = int(*policy.Keep)
-	}
+	keep := int(policy.GetKeep())
 	total := len(scheduled) + len(plan.create)
 	if total > keep {
 		sort.Slice(scheduled, func(i, j int) bool { return newer(&scheduled[j], &scheduled[i]) })

@@ -60,7 +60,7 @@ func decideCompaction(s *conversationScope) compactionTrigger {
 			return compactionRequested
 		}
 	}
-	if compact.Due(s.summary.tokens, int(*spec.MaxTokens), int(spec.CompactAtPercent)) {
+	if compact.Due(s.summary.tokens, int(*spec.MaxTokens), int(spec.GetCompactAtPercent())) {
 		return compactionThreshold
 	}
 	return compactionNotDue
@@ -132,7 +132,7 @@ func (r *ConversationReconciler) reconcileCompaction(ctx context.Context, s *con
 		clearCompactionDegraded(s)
 		return
 	case compactionNotDue:
-		reason, msg := parleyv1alpha1.ReasonNotDue, fmt.Sprintf("context at %d%% of maxTokens, compaction at %d%%", s.status.Context.Percent, s.conv.Spec.Context.CompactAtPercent)
+		reason, msg := parleyv1alpha1.ReasonNotDue, fmt.Sprintf("context at %d%% of maxTokens, compaction at %d%%", s.status.Context.Percent, s.conv.Spec.Context.GetCompactAtPercent())
 		if done != nil {
 			reason = parleyv1alpha1.ReasonCompacted
 			msg = fmt.Sprintf("epoch %d written by %s (%d -> %d tokens); ", s.summary.epoch, done.Strategy, done.TokensBefore, done.TokensAfter) + msg
@@ -169,7 +169,7 @@ func (r *ConversationReconciler) reconcileCompaction(ctx context.Context, s *con
 			if outcome.Request.Sequence == req.Sequence && outcome.Request.Force == req.Force {
 				s.setCondition(parleyv1alpha1.ConditionCompacting, metav1.ConditionFalse, parleyv1alpha1.ReasonNothingToCompact,
 					fmt.Sprintf("%s found nothing to fold in epoch %d (keepRecentMessages %d, tool calls kept with their results)",
-						compaction.Strategy(s.conv.Spec.Context.Strategy), epoch, s.conv.Spec.Context.KeepRecentMessages))
+						compaction.Strategy(s.conv.Spec.Context.Strategy), epoch, s.conv.Spec.Context.GetKeepRecentMessages()))
 				clearCompactionDegraded(s)
 				return
 			}
@@ -191,7 +191,7 @@ func (r *ConversationReconciler) reconcileCompaction(ctx context.Context, s *con
 		return
 	}
 	clearCompactionDegraded(s)
-	reason, msg := parleyv1alpha1.ReasonThresholdReached, fmt.Sprintf("context at %d%% of maxTokens (compaction at %d%%)", s.status.Context.Percent, s.conv.Spec.Context.CompactAtPercent)
+	reason, msg := parleyv1alpha1.ReasonThresholdReached, fmt.Sprintf("context at %d%% of maxTokens (compaction at %d%%)", s.status.Context.Percent, s.conv.Spec.Context.GetCompactAtPercent())
 	if trigger == compactionRequested {
 		reason, msg = parleyv1alpha1.ReasonCompactionRequested, "requested by "+parleyv1alpha1.AnnotationCompactRequestedAt
 	}

@@ -21,7 +21,7 @@ func summarizeConditions(s *conversationScope) {
 
 	hist := s.condition(parleyv1alpha1.ConditionHistoryAvailable)
 	historyUp := hist != nil && hist.Status == metav1.ConditionTrue
-	suspended := s.conv.Spec.Suspend != nil && *s.conv.Spec.Suspend
+	suspended := s.conv.Spec.IsSuspended()
 	switch {
 	case s.expired:
 		s.setCondition(parleyv1alpha1.ConditionReady, metav1.ConditionFalse, parleyv1alpha1.ReasonExpired,

@@ -63,9 +63,5 @@ func expiredMessage(conv *parleyv1alpha1.Conversation, e lifecycle.Expiry) strin
 	if e.Reason == parleyv1alpha1.ReasonIdleTimeout && conv.Spec.Lifetime.IdleTimeout != nil {
 		return fmt.Sprintf("no activity for %s; expired at %s", conv.Spec.Lifetime.IdleTimeout.Duration, at)
 	}
-	ttl := lifecycle.DefaultTTL
-	if conv.Spec.Lifetime.TTL != nil {
-		ttl = conv.Spec.Lifetime.TTL.Duration
-	}
-	return fmt.Sprintf("ttl %s reached at %s", ttl, at)
+	return fmt.Sprintf("ttl %s reached at %s", conv.Spec.Lifetime.GetTTL(), at)
 }

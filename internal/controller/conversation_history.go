@@ -52,7 +52,7 @@ func decideHistoryAction(s *conversationScope) historyAction {
 	if !s.expired {
 		return historyKeep
 	}
-	switch s.conv.Spec.Lifetime.ExpirationPolicy {
+	switch s.conv.Spec.Lifetime.GetExpirationPolicy() {
 	case parleyv1alpha1.ExpirationPolicyDelete:
 		return historyDelete
 	case parleyv1alpha1.ExpirationPolicyArchive:

@@ -278,10 +278,7 @@ func (s *Stores) storeFor(ctx context.Context, conv *parleyv1alpha1.Conversation
 // configMapStore returns the cluster-wide ConfigMap store of one size cap: MaxBytes is a
 // store option, so conversations with the same cap share a store (and its group commits).
 func (s *Stores) configMapStore(spec *parleyv1alpha1.ConfigMapHistory) (history.Store, error) {
-	maxBytes := int64(configmap.DefaultMaxBytes)
-	if spec.MaxBytes != nil {
-		maxBytes = spec.MaxBytes.Value()
-	}
+	maxBytes := spec.GetMaxBytes()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if st, ok := s.configMaps[maxBytes]; ok {

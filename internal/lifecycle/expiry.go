@@ -8,10 +8,6 @@ import (
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 )
 
-// DefaultTTL applies when lifetime.ttl is unset (the CRD defaults it too; this covers objects
-// read from clients that skip defaulting).
-const DefaultTTL = 24 * time.Hour
-
 // Expiry is when a session expires and which limit causes it.
 type Expiry struct {
 	// At is the earlier of creation+ttl and lastActivity+idleTimeout.
@@ -23,11 +19,7 @@ type Expiry struct {
 // ExpiryOf computes when a session expires. lastActivity is the last append; the zero time means
 // there has been none, and idleness counts from creation.
 func ExpiryOf(lifetime parleyv1alpha1.LifetimeSpec, created, lastActivity time.Time) Expiry {
-	ttl := DefaultTTL
-	if lifetime.TTL != nil {
-		ttl = lifetime.TTL.Duration
-	}
-	exp := Expiry{At: created.Add(ttl), Reason: parleyv1alpha1.ReasonTTLExceeded}
+	exp := Expiry{At: created.Add(lifetime.GetTTL()), Reason: parleyv1alpha1.ReasonTTLExceeded}
 	if lifetime.IdleTimeout != nil {
 		since := created
 		if lastActivity.After(since) {

@@ -55,7 +55,7 @@ func (s *Sessions) Of(conv *parleyv1alpha1.Conversation) (*Live, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Live{sessions: s, conv: conv, key: key, sessionID: conv.Status.SessionID, tokenizer: tokenizerOf(conv)}, nil
+	return &Live{sessions: s, conv: conv, key: key, sessionID: conv.Status.SessionID, tokenizer: string(conv.Spec.Context.GetTokenizer())}, nil
 }
 
 // Open is Of with the store handle opened. create makes a missing history; without it a
@@ -172,12 +172,4 @@ func (l *Live) views() *journal.Views {
 		}
 	})
 	return s.Views
-}
-
-// tokenizerOf names the counter of conv's view; the CRD defaults an unset tokenizer to cl100k.
-func tokenizerOf(conv *parleyv1alpha1.Conversation) string {
-	if t := conv.Spec.Context.Tokenizer; t != "" {
-		return string(t)
-	}
-	return string(parleyv1alpha1.TokenizerCL100K)
 }

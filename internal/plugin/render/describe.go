@@ -51,7 +51,7 @@ func Describe(w io.Writer, in DescribeInput) error {
 	if st.LastActivityTime != nil {
 		field("Last activity", when(st.LastActivityTime))
 	}
-	if c.Spec.Suspend != nil && *c.Spec.Suspend {
+	if c.Spec.IsSuspended() {
 		field("Suspended", "yes (the agent pod is stopped; resume with kubectl parley resume "+c.Name+")")
 	}
 	if c.Spec.ForkFrom != nil {

@@ -21,7 +21,8 @@ const (
 	StrategyNone             Strategy = "None"
 )
 
-// DefaultCompactAtPercent is spec.context.compactAtPercent's default.
+// DefaultCompactAtPercent is the threshold Due and TargetBudget use for a percent outside
+// 1..100.
 const DefaultCompactAtPercent = 80
 
 // DefaultSummaryMaxTokens bounds a summary when Policy.SummaryMaxTokens is zero.
