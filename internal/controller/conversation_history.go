@@ -298,7 +298,7 @@ func (r *ConversationReconciler) initRecords(ctx context.Context, conv *parleyv1
 		if err != nil {
 			return nil, "", err
 		}
-		state, format, err := journal.ParseSeed([]byte(data), string(seed.Format))
+		state, format, err := journal.ParseSeed([]byte(data), seed.GetFormat())
 		if err != nil {
 			return nil, "", &historystore.Error{
 				Reason:  parleyv1alpha1.ReasonSeedInvalid,

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/parley-dev/parley/internal/journal"
 	"github.com/parley-dev/parley/pkg/conversation"
 )
 
@@ -56,29 +55,10 @@ func detectFormat(data []byte) string {
 			}
 		}
 	}
-	if seedFormat(data) == journal.SeedClaudeCode {
+	if conversation.IsClaudeTranscript(data) { // as spec.seed's Auto tells them apart
 		return importClaude
 	}
 	return importJSONL
-}
-
-// seedFormat is the seed parser's own detection (Claude Code or neutral JSONL), so import and
-// spec.seed read a JSONL file the same way.
-func seedFormat(data []byte) string {
-	_, format, _ := journal.ParseSeed(firstJSONLine(data), journal.SeedAuto)
-	return format
-}
-
-func firstJSONLine(data []byte) []byte {
-	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
-	for len(data) > 0 {
-		line, rest, _ := bytes.Cut(data, []byte("\n"))
-		if line = bytes.TrimSpace(line); len(line) > 0 {
-			return line
-		}
-		data = rest
-	}
-	return nil
 }
 
 // readTranscript reads a transcript file. A Claude Code transcript is read with its subagent
@@ -118,7 +98,7 @@ func readTranscript(path, format, subagentDir string) (*transcript, error) {
 			return nil, fmt.Errorf("%s is not a readable OpenCode export: %w", path, err)
 		}
 	case importJSONL:
-		if t.state, _, err = journal.ParseSeed(data, journal.SeedNeutral); err != nil {
+		if t.state, err = conversation.ParseJSONL(data); err != nil {
 			return nil, fmt.Errorf("%s is not neutral JSONL (one message per line, as kubectl parley export writes): %w", path, err)
 		}
 	case importJSON:

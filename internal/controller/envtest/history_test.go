@@ -32,9 +32,9 @@ import (
 func seedConfigMap(name string) (*corev1.ConfigMap, conversation.State) {
 	data, err := os.ReadFile(filepath.Join("testdata", "claude-seed.jsonl"))
 	Expect(err).NotTo(HaveOccurred())
-	state, format, err := journal.ParseSeed(data, journal.SeedAuto)
+	state, format, err := journal.ParseSeed(data, parleyv1alpha1.SeedFormatAuto)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(format).To(Equal(journal.SeedClaudeCode))
+	Expect(format).To(Equal(parleyv1alpha1.SeedFormatClaudeCode))
 	Expect(state.Messages).NotTo(BeEmpty())
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
