@@ -1,7 +1,6 @@
 package conversation
 
 import (
-	"errors"
 	"reflect"
 	"testing"
 
@@ -22,47 +21,6 @@ func TestFindResumable(t *testing.T) {
 	}
 	if got, _ := FindResumable(states, AdapterOpenAI); got != other {
 		t.Errorf("generic: got %v", got)
-	}
-}
-
-func TestValidateResume(t *testing.T) {
-	claude := &ClaudeAgentSDKState{SessionID: "s1"}
-	generic := &GenericAdapterState{AdapterType: "langgraph", SessionID: "g1", CanResume: true}
-	notResumable := &GenericAdapterState{AdapterType: "langgraph", SessionID: "g2"}
-	cases := []struct {
-		name     string
-		mode     ResumeValidation
-		states   []AdapterState
-		want     ResumeExpectation
-		state    AdapterState
-		warnings int
-		err      bool
-	}{
-		{"strict match", ResumeStrict, []AdapterState{claude}, ResumeExpectation{AdapterClaudeAgentSDK, "s1"}, claude, 0, false},
-		{"strict any session", ResumeStrict, []AdapterState{claude}, ResumeExpectation{AdapterClaudeAgentSDK, ""}, claude, 0, false},
-		{"strict wrong session", ResumeStrict, []AdapterState{claude}, ResumeExpectation{AdapterClaudeAgentSDK, "s2"}, nil, 0, true},
-		{"strict wrong type", ResumeStrict, []AdapterState{generic}, ResumeExpectation{AdapterClaudeAgentSDK, ""}, nil, 0, true},
-		{"strict not resumable", ResumeStrict, []AdapterState{notResumable}, ResumeExpectation{"langgraph", ""}, nil, 0, true},
-		{"relaxed wrong session warns", ResumeRelaxed, []AdapterState{claude}, ResumeExpectation{AdapterClaudeAgentSDK, "s2"}, claude, 1, false},
-		{"relaxed wrong type warns", ResumeRelaxed, []AdapterState{generic}, ResumeExpectation{AdapterClaudeAgentSDK, "s1"}, generic, 2, false},
-		{"relaxed nothing resumable", ResumeRelaxed, []AdapterState{notResumable}, ResumeExpectation{"langgraph", ""}, nil, 0, true},
-		{"none fresh start", ResumeNone, nil, ResumeExpectation{AdapterClaudeAgentSDK, "s1"}, nil, 0, false},
-		{"none picks", ResumeNone, []AdapterState{claude}, ResumeExpectation{AdapterClaudeAgentSDK, "zzz"}, claude, 0, false},
-		{"unknown mode", "Sometimes", []AdapterState{claude}, ResumeExpectation{AdapterClaudeAgentSDK, ""}, nil, 0, true},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := ValidateResume(tc.mode, tc.states, tc.want)
-			if (err != nil) != tc.err {
-				t.Fatalf("err = %v", err)
-			}
-			if err != nil && tc.mode != "Sometimes" && !errors.Is(err, ErrResumeMismatch) {
-				t.Errorf("err %v is not ErrResumeMismatch", err)
-			}
-			if got.State != tc.state || len(got.Warnings) != tc.warnings {
-				t.Errorf("got %+v", got)
-			}
-		})
 	}
 }
 

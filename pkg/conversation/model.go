@@ -351,3 +351,13 @@ func (t *Turn) Complete() bool {
 	}
 	return true
 }
+
+// flattenSubagents lists the subagent threads and, after each, the threads nested in it.
+func flattenSubagents(subs []Subagent) []*Subagent {
+	out := make([]*Subagent, 0, len(subs))
+	for i := range subs {
+		out = append(out, &subs[i])
+		out = append(out, flattenSubagents(subs[i].Subagents)...)
+	}
+	return out
+}

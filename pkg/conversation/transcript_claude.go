@@ -114,19 +114,12 @@ func (u *anthropicUsage) toUsage() Usage {
 	return Usage{Input: u.InputTokens, Output: u.OutputTokens, CacheRead: u.CacheReadInputTokens, CacheWrite: u.CacheCreationInputTokens}
 }
 
-// ErrTranscript wraps every error of a transcript importer.
-var ErrTranscript = errors.New("conversation: bad transcript")
-
 // ErrTruncatedTranscript reports a Claude transcript whose last line stops in the middle of
 // its JSON object with no newline after it: the writer crashed (or is still writing) while
 // appending it. It wraps ErrTranscript. Unlike every other error of the importers, it comes
 // with the state of all the complete lines, which the caller may use: the cut line is the only
 // thing missing.
 var ErrTruncatedTranscript = fmt.Errorf("%w: last line cut short", ErrTranscript)
-
-// lenientJSON reads what real transcripts contain: invalid UTF-8 is kept, duplicate names
-// are tolerated (the last wins).
-var lenientJSON = json.JoinOptions(jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true))
 
 // ClaudeSubagentFile is one subagent transcript (agent-<AgentID>.jsonl) of a session.
 type ClaudeSubagentFile struct {
@@ -445,25 +438,6 @@ func (imp *claudeImporter) readLine(line []byte, l *claudeLine, fileAgent string
 	return nil
 }
 
-// resultsFirstOrder is resultsFirst, with where each block stood before when it moved.
-func resultsFirstOrder(blocks []Block) ([]Block, []int) {
-	out := resultsFirst(blocks)
-	order := make([]int, 0, len(blocks))
-	moved := false
-	for _, results := range []bool{true, false} {
-		for k := range blocks {
-			if (blocks[k].Type == BlockToolResult) == results {
-				moved = moved || k != len(order)
-				order = append(order, k)
-			}
-		}
-	}
-	if !moved {
-		return out, nil
-	}
-	return out, order
-}
-
 // messageIndex is the index of the last message with the id (ids are unique in a thread).
 func messageIndex(msgs []Message, id string) int {
 	for k := len(msgs) - 1; k >= 0; k-- {
@@ -644,35 +618,6 @@ func lineBlockID(lineID string, k int) string {
 		return lineID
 	}
 	return fmt.Sprintf("%s#%d", lineID, k)
-}
-
-// resultsFirst orders tool_result blocks before the others (the canonical RoleTool layout),
-// keeping the relative order within each group.
-func resultsFirst(blocks []Block) []Block {
-	if len(blocks) == 0 || blocks[0].Type == BlockToolResult && allResults(blocks) {
-		return blocks
-	}
-	out := make([]Block, 0, len(blocks))
-	for _, b := range blocks {
-		if b.Type == BlockToolResult {
-			out = append(out, b)
-		}
-	}
-	for _, b := range blocks {
-		if b.Type != BlockToolResult {
-			out = append(out, b)
-		}
-	}
-	return out
-}
-
-func allResults(blocks []Block) bool {
-	for i := range blocks {
-		if blocks[i].Type != BlockToolResult {
-			return false
-		}
-	}
-	return true
 }
 
 // stripContent returns a copy of the line without message.content, cutting the member's

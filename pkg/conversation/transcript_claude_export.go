@@ -96,15 +96,6 @@ func ExportClaude(s *State, opts ClaudeExportOptions) ([]ExportedFile, error) {
 	return files, nil
 }
 
-func flattenSubagents(subs []Subagent) []*Subagent {
-	out := make([]*Subagent, 0, len(subs))
-	for i := range subs {
-		out = append(out, &subs[i])
-		out = append(out, flattenSubagents(subs[i].Subagents)...)
-	}
-	return out
-}
-
 // keptMembers says which members a line read from a transcript keeps as they were.
 type keptMembers struct {
 	sessionID, cwd bool
@@ -360,11 +351,6 @@ func (w *claudeWriter) parent() jsontext.Value {
 		return jsontext.Value("null")
 	}
 	v, _ := json.Marshal(w.lastLine, lenientJSON)
-	return v
-}
-
-func mustString(s string) jsontext.Value {
-	v, _ := json.Marshal(s, lenientJSON)
 	return v
 }
 
