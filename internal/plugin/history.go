@@ -45,8 +45,8 @@ that started them. -o prints the history in an export format instead (see kubect
 				return o.apiError(err, t.ns, t.name)
 			}
 			if format == formatText {
-				h := render.TranscriptHeader{Namespace: t.ns, Name: t.name, SessionID: st.State.SessionID, Epoch: st.Epoch, Tokens: st.Tokens}
-				return render.Transcript(o.out(), h, &st.State, render.TranscriptOptions{Full: full})
+				h := render.ConversationHeader{Namespace: t.ns, Name: t.name, SessionID: st.State.SessionID, Epoch: st.Epoch, Tokens: st.Tokens}
+				return render.Conversation(o.out(), h, &st.State, render.Options{Full: full})
 			}
 			return o.printExport(st, format, exportOptions{sessionID: st.State.SessionID})
 		},

@@ -82,7 +82,7 @@ is not stored twice.`,
 			if err != nil {
 				return err
 			}
-			tr, err := readTranscript(args[0], io.format, io.subagents)
+			tr, err := readImportFile(args[0], io.format, io.subagents)
 			if err != nil {
 				return err
 			}
@@ -151,7 +151,7 @@ func importSpec(like *parleyv1alpha1.ConversationSpec, s *conversation.State, io
 	return spec
 }
 
-func (o *Options) importTranscript(ctx context.Context, t target, tr *transcript, io importOptions) (*parleyv1alpha1.Conversation, error) {
+func (o *Options) importTranscript(ctx context.Context, t target, tr *importFile, io importOptions) (*parleyv1alpha1.Conversation, error) {
 	kc, err := o.kube()
 	if err != nil {
 		return nil, err
@@ -212,7 +212,7 @@ func (o *Options) importTranscript(ctx context.Context, t target, tr *transcript
 // seed or a fork is (records that are no message and the transcript's own fields included).
 // Against a manager without that endpoint it falls back to messages and reducer events, and
 // says so: carried is false then.
-func (o *Options) appendState(ctx context.Context, api *parleyclient.Client, t target, tr *transcript, progress string) (carried bool, err error) {
+func (o *Options) appendState(ctx context.Context, api *parleyclient.Client, t target, tr *importFile, progress string) (carried bool, err error) {
 	parts := importParts(&tr.state, importMaxBatch, importMaxBytes)
 	weight := func(p *conversation.State) int { return max(1, len(p.Messages)+len(p.Subagents)) }
 	total := 0
@@ -236,7 +236,7 @@ func (o *Options) appendState(ctx context.Context, api *parleyclient.Client, t t
 
 // appendMessagesAndEvents appends the main thread as messages and the subagent threads as the
 // reducer events that rebuild them, in batches, with ids that make a repeated import a no-op.
-func (o *Options) appendMessagesAndEvents(ctx context.Context, api *parleyclient.Client, t target, tr *transcript, bar *progressbar.ProgressBar) error {
+func (o *Options) appendMessagesAndEvents(ctx context.Context, api *parleyclient.Client, t target, tr *importFile, bar *progressbar.ProgressBar) error {
 	s := &tr.state
 	msgs := make([]conversation.Message, len(s.Messages))
 	for i := range s.Messages {

@@ -25,8 +25,9 @@ const (
 
 var importFormats = []string{importAuto, importClaude, importOpenCode, importJSONL, importJSON}
 
-// transcript is a file read into the model, with what the reader should be told.
-type transcript struct {
+// importFile is a file read into the model for kubectl parley import (a Claude Code transcript,
+// an OpenCode export, neutral JSONL or a state), with what the reader should be told.
+type importFile struct {
 	state  conversation.State
 	format string
 	// subagentFiles are the Claude subagent transcripts read with the main one.
@@ -61,11 +62,11 @@ func detectFormat(data []byte) string {
 	return importJSONL
 }
 
-// readTranscript reads a transcript file. A Claude Code transcript is read with its subagent
+// readImportFile reads a file to import. A Claude Code transcript is read with its subagent
 // files: those in subagentDir, or else in <dir>/<session>/subagents/ next to it (the CLI's
 // layout). A Claude file whose last line was cut (a crash) is read up to that line, with a
 // warning.
-func readTranscript(path, format, subagentDir string) (*transcript, error) {
+func readImportFile(path, format, subagentDir string) (*importFile, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading the transcript: %w", err)
@@ -74,7 +75,7 @@ func readTranscript(path, format, subagentDir string) (*transcript, error) {
 		format = detectFormat(data)
 	}
 	sum := sha256.Sum256(data)
-	t := &transcript{format: format, digest: hex.EncodeToString(sum[:8])}
+	t := &importFile{format: format, digest: hex.EncodeToString(sum[:8])}
 	switch format {
 	case importClaude:
 		if subagentDir == "" {

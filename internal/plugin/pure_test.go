@@ -172,7 +172,7 @@ func TestDetectFormat(t *testing.T) {
 }
 
 func TestReadTranscript(t *testing.T) {
-	tr, err := readTranscript(claudeFixture, importAuto, "")
+	tr, err := readImportFile(claudeFixture, importAuto, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestReadTranscript(t *testing.T) {
 	if err := os.WriteFile(lone, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if tr, err := readTranscript(lone, importAuto, ""); err != nil || tr.subagentFiles != 0 {
+	if tr, err := readImportFile(lone, importAuto, ""); err != nil || tr.subagentFiles != 0 {
 		t.Fatalf("without subagent files: %v, %d files", err, tr.subagentFiles)
 	}
 
@@ -199,12 +199,12 @@ func TestReadTranscript(t *testing.T) {
 	if err := os.WriteFile(cut, append(append([]byte{}, data...), []byte(`{"type":"user","uuid":"x","message":{"role":"us`)...), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tr2, err := readTranscript(cut, importClaude, "")
+	tr2, err := readImportFile(cut, importClaude, "")
 	if err != nil || len(tr2.warnings) != 1 || len(tr2.state.Messages) != len(tr.state.Messages) {
 		t.Fatalf("cut transcript: err %v, warnings %v, %d messages (want %d)", err, tr2.warnings, len(tr2.state.Messages), len(tr.state.Messages))
 	}
 
-	oc, err := readTranscript("testdata/opencode/session.json", importAuto, "")
+	oc, err := readImportFile("testdata/opencode/session.json", importAuto, "")
 	if err != nil || oc.format != importOpenCode || len(oc.state.Messages) == 0 || len(oc.state.Source.Raw) == 0 {
 		t.Fatalf("opencode: %v", err)
 	}
@@ -222,11 +222,11 @@ func TestReadTranscript(t *testing.T) {
 		if err := os.WriteFile(p, []byte(bad.data), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := readTranscript(p, bad.format, ""); err == nil || !strings.Contains(err.Error(), bad.want) {
+		if _, err := readImportFile(p, bad.format, ""); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%s: err %v, want %q", bad.format, err, bad.want)
 		}
 	}
-	if _, err := readTranscript(filepath.Join(dir, "missing"), importAuto, ""); err == nil || !strings.Contains(err.Error(), "reading the transcript") {
+	if _, err := readImportFile(filepath.Join(dir, "missing"), importAuto, ""); err == nil || !strings.Contains(err.Error(), "reading the transcript") {
 		t.Errorf("missing file: %v", err)
 	}
 }
@@ -295,7 +295,7 @@ func TestNoEndpoint(t *testing.T) {
 }
 
 func TestExportFormats(t *testing.T) {
-	tr, err := readTranscript(claudeFixture, importClaude, "")
+	tr, err := readImportFile(claudeFixture, importClaude, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,9 +335,9 @@ func TestExportFormats(t *testing.T) {
 
 // Appending the parts' records in order gives the whole state's records, whatever the cut.
 func TestImportPartsKeepTheRecordsOrder(t *testing.T) {
-	claude, err := readTranscript(claudeFixture, importClaude, "")
+	claude, err := readImportFile(claudeFixture, importClaude, "")
 	must(t, err)
-	oc, err := readTranscript("testdata/opencode/session.json", importOpenCode, "")
+	oc, err := readImportFile("testdata/opencode/session.json", importOpenCode, "")
 	must(t, err)
 	// Records everywhere: before the first message, interleaved after messages, in a thread.
 	busy := claude.state
@@ -389,7 +389,7 @@ func must(t *testing.T, err error) {
 // Against a manager without POST …/import, the state goes as messages and events, and the
 // import says that it was not carried whole.
 func TestAppendStateFallsBackToMessagesAndEvents(t *testing.T) {
-	tr, err := readTranscript(claudeFixture, importClaude, "")
+	tr, err := readImportFile(claudeFixture, importClaude, "")
 	must(t, err)
 	var mu sync.Mutex
 	calls := map[string]int{}

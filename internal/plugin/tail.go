@@ -34,7 +34,7 @@ appears as a new message).`,
 			if err != nil {
 				return err
 			}
-			return o.tail(cmd.Context(), t.api, t, lines, follow, render.TranscriptOptions{Full: full})
+			return o.tail(cmd.Context(), t.api, t, lines, follow, render.Options{Full: full})
 		},
 	}
 	cmd.Flags().IntVar(&lines, "lines", 10, "How many of the last messages to print first")
@@ -43,7 +43,7 @@ appears as a new message).`,
 	return cmd
 }
 
-func (o *Options) tail(ctx context.Context, api *parleyclient.Client, t target, lines int, follow bool, opts render.TranscriptOptions) error {
+func (o *Options) tail(ctx context.Context, api *parleyclient.Client, t target, lines int, follow bool, opts render.Options) error {
 	st, err := api.State(ctx, t.ns, t.name)
 	if err != nil {
 		return o.apiError(err, t.ns, t.name)

@@ -1,12 +1,11 @@
 // Package render turns conversations and Conversation objects into what kubectl parley prints:
-// a readable transcript, the describe page, the context bar and human durations. It is pure:
+// a conversation as a person reads it, the describe page, the context bar and human durations. It is pure:
 // values in, text out, no clients and no clock of its own (now is a parameter).
 package render
 
 import (
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -14,8 +13,8 @@ import (
 	"github.com/parley-dev/parley/pkg/conversation"
 )
 
-// TranscriptOptions say how much of a conversation to show.
-type TranscriptOptions struct {
+// Options say how much of a conversation to show.
+type Options struct {
 	// Full unfolds tool calls, tool results and thinking: without it each is one line.
 	Full bool
 	// Location is the zone message times are shown in (UTC when nil).
@@ -24,26 +23,26 @@ type TranscriptOptions struct {
 	Width int
 }
 
-func (o TranscriptOptions) width() int {
+func (o Options) width() int {
 	if o.Width <= 0 {
 		return 100
 	}
 	return o.Width
 }
 
-// TranscriptHeader is what the transcript's first line says about the conversation.
-type TranscriptHeader struct {
+// ConversationHeader is what the first line of Conversation's output says about the conversation.
+type ConversationHeader struct {
 	Namespace, Name, SessionID string
 	Epoch                      uint64
 	// Tokens is the context the history costs, as the Session API counts it.
 	Tokens int
 }
 
-// Transcript writes a conversation as a person reads it: the system prompt, then each
+// Conversation writes a conversation as a person reads it: the system prompt, then each
 // message with its role, model, time and token usage, turn by turn; tool calls and results
 // folded to one line each unless opts.Full; subagent threads indented under the tool call
 // that started them (threads no call names come last).
-func Transcript(w io.Writer, h TranscriptHeader, s *conversation.State, opts TranscriptOptions) error {
+func Conversation(w io.Writer, h ConversationHeader, s *conversation.State, opts Options) error {
 	p := &printer{w: w, opts: opts}
 	turns := 0
 	for i := range s.Messages {
@@ -68,8 +67,8 @@ func Transcript(w io.Writer, h TranscriptHeader, s *conversation.State, opts Tra
 	return p.err
 }
 
-// Message writes one message as Transcript does (for tail).
-func Message(w io.Writer, m *conversation.Message, opts TranscriptOptions) error {
+// Message writes one message as Conversation does (for tail).
+func Message(w io.Writer, m *conversation.Message, opts Options) error {
 	p := &printer{w: w, opts: opts}
 	p.message("", m, nil)
 	return p.err
@@ -77,7 +76,7 @@ func Message(w io.Writer, m *conversation.Message, opts TranscriptOptions) error
 
 type printer struct {
 	w    io.Writer
-	opts TranscriptOptions
+	opts Options
 	err  error
 }
 
@@ -322,36 +321,4 @@ func callsAny(msgs []conversation.Message, toolUseID string) bool {
 		}
 	}
 	return false
-}
-
-// Count writes n with thousands separators: 1234567 → "1,234,567".
-func Count(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
-
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return Count(int64(n)) + " " + noun + "s"
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

@@ -16,7 +16,7 @@ func text(s string) conversation.Block {
 	return conversation.Block{Type: conversation.BlockText, Text: s}
 }
 
-// sampleState is a conversation with every shape the transcript folds: thinking, a tool call
+// sampleState is a conversation with every shape Conversation folds: thinking, a tool call
 // with a long argument, a subagent started by a Task call (with a nested subagent of its own),
 // a result given as blocks, an error result, an image, usage, flags, and a thread no call names.
 func sampleState() *conversation.State {
@@ -72,8 +72,8 @@ func sampleState() *conversation.State {
 
 func TestTranscriptFolded(t *testing.T) {
 	var out bytes.Buffer
-	h := TranscriptHeader{Namespace: "demo", Name: "chat", SessionID: "0b7e1a3c-5f2d-4c8e-9a41-6d2f0e8b7c15", Epoch: 1, Tokens: 31234}
-	if err := Transcript(&out, h, sampleState(), TranscriptOptions{Width: 60}); err != nil {
+	h := ConversationHeader{Namespace: "demo", Name: "chat", SessionID: "0b7e1a3c-5f2d-4c8e-9a41-6d2f0e8b7c15", Epoch: 1, Tokens: 31234}
+	if err := Conversation(&out, h, sampleState(), Options{Width: 60}); err != nil {
 		t.Fatal(err)
 	}
 	want := `Conversation demo/chat · session 0b7e1a3c-5f2d-4c8e-9a41-6d2f0e8b7c15 · epoch 1 · 7 messages · 3 turns · 31,234 tokens
@@ -126,7 +126,7 @@ assistant
   lost thread
 `
 	if diff := cmp.Diff(want, out.String()); diff != "" {
-		t.Fatalf("transcript (-want +got):\n%s", diff)
+		t.Fatalf("output (-want +got):\n%s", diff)
 	}
 	for l := range strings.SplitSeq(out.String(), "\n") {
 		if strings.Contains(l, "…") && !strings.Contains(l, "redacted") && utf8.RuneCountInString(strings.TrimLeft(l, " │")) > 60 {
@@ -140,7 +140,7 @@ func TestTranscriptFull(t *testing.T) {
 	s.Messages = s.Messages[1:3]
 	s.Subagents, s.System = nil, nil
 	var out bytes.Buffer
-	if err := Transcript(&out, TranscriptHeader{Namespace: "demo", Name: "chat"}, s, TranscriptOptions{Full: true, Location: time.FixedZone("CET", 3600)}); err != nil {
+	if err := Conversation(&out, ConversationHeader{Namespace: "demo", Name: "chat"}, s, Options{Full: true, Location: time.FixedZone("CET", 3600)}); err != nil {
 		t.Fatal(err)
 	}
 	want := `Conversation demo/chat · session - · epoch 0 · 2 messages · 1 turn · 0 tokens
@@ -163,7 +163,7 @@ tool
     [image]
 `
 	if diff := cmp.Diff(want, out.String()); diff != "" {
-		t.Fatalf("transcript (-want +got):\n%s", diff)
+		t.Fatalf("output (-want +got):\n%s", diff)
 	}
 }
 

@@ -94,7 +94,7 @@ func (s *modelSummarizer) Summarize(ctx context.Context, req SummaryRequest) (Su
 	if maxTokens <= 0 {
 		maxTokens = DefaultSummaryMaxTokens
 	}
-	return s.complete(ctx, summaryInstructions(maxTokens), renderTranscript(req.Messages, maxTranscriptBytes), maxTokens)
+	return s.complete(ctx, summaryInstructions(maxTokens), summaryInput(req.Messages, maxSummaryInputBytes), maxTokens)
 }
 
 func summaryInstructions(maxTokens int) string {

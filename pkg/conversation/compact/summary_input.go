@@ -8,18 +8,18 @@ import (
 )
 
 const (
-	// maxTranscriptBytes bounds the transcript sent to a summarizer (about 100k tokens); the
+	// maxSummaryInputBytes bounds the text sent to a summarizer (about 100k tokens); the
 	// oldest messages past it are left out, an earlier summary at the front is kept.
-	maxTranscriptBytes = 400_000
-	// maxBlockBytes bounds one tool input or output in the transcript: the summary needs the
+	maxSummaryInputBytes = 400_000
+	// maxBlockBytes bounds one tool input or output in that text: the summary needs the
 	// gist of a file read or a command's output, not all of it.
 	maxBlockBytes = 4_000
 )
 
-// renderTranscript writes messages as plain text for a summarizer. Thinking is left out (it
+// summaryInput writes messages as plain text for a summarizer. Thinking is left out (it
 // is long and the answers that followed carry its conclusions); tool inputs and outputs are
 // cut to maxBlockBytes; media appear as a one-line reference.
-func renderTranscript(messages []conversation.Message, limit int) string {
+func summaryInput(messages []conversation.Message, limit int) string {
 	parts := make([]string, len(messages))
 	total := 0
 	for i := range messages {

@@ -8,7 +8,7 @@ import (
 	"github.com/parley-dev/parley/pkg/conversation"
 )
 
-func TestRenderTranscript(t *testing.T) {
+func TestSummaryInput(t *testing.T) {
 	c := newConv()
 	c.add(conversation.RoleSystem, textBlock("old summary text"))
 	c.messages[0].Flags = conversation.FlagCompactSummary
@@ -24,7 +24,7 @@ func TestRenderTranscript(t *testing.T) {
 	c.add(conversation.RoleSystem, textBlock(TruncationNotice))
 	c.messages[4].Flags = conversation.FlagTruncationNotice
 
-	got := renderTranscript(c.messages, maxTranscriptBytes)
+	got := summaryInput(c.messages, maxSummaryInputBytes)
 	for _, want := range []string{
 		"[earlier summary]\nold summary text\n",
 		"[user]\nplease read it\n",
@@ -36,12 +36,12 @@ func TestRenderTranscript(t *testing.T) {
 		"[notice]\n",
 	} {
 		if !strings.Contains(got, want) {
-			t.Errorf("transcript lacks %q:\n%s", want, got)
+			t.Errorf("summary input lacks %q:\n%s", want, got)
 		}
 	}
 	for _, hidden := range []string{"private reasoning", "opaque"} {
 		if strings.Contains(got, hidden) {
-			t.Errorf("transcript shows thinking %q", hidden)
+			t.Errorf("summary input shows thinking %q", hidden)
 		}
 	}
 }
@@ -53,7 +53,7 @@ func TestRenderTranscriptLeavesOutTheOldest(t *testing.T) {
 	for i := range 20 {
 		c.user(strings.Repeat(string(rune('a'+i)), 100))
 	}
-	got := renderTranscript(c.messages, 1000)
+	got := summaryInput(c.messages, 1000)
 	if !strings.HasPrefix(got, "[earlier summary]\nthe earlier summary") {
 		t.Errorf("the earlier summary is not kept first:\n%s", got)
 	}
@@ -61,7 +61,7 @@ func TestRenderTranscriptLeavesOutTheOldest(t *testing.T) {
 		t.Errorf("want the newest messages and a note:\n%s", got)
 	}
 	if len(got) > 1100 {
-		t.Errorf("transcript of %d bytes for a limit of 1000", len(got))
+		t.Errorf("summary input of %d bytes for a limit of 1000", len(got))
 	}
 }
 
