@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -268,4 +270,53 @@ func TestLargestObjectsFit(t *testing.T) {
 	if _, err := h.PutCheckpoint(ctx, append(snapshot, 0)); !errors.Is(err, history.ErrTooLarge) {
 		t.Fatalf("checkpoint one byte larger: %v, want ErrTooLarge", err)
 	}
+}
+
+// Whoever may edit ConfigMaps in the namespace chooses a history's bytes: an index longer than
+// any object this backend writes (but under what the API server accepts) is ErrCorrupt, even
+// when it is well formed (here: padded with spaces, its checksum recomputed).
+func TestOversizeObjectIsCorrupt(t *testing.T) {
+	ctx := context.Background()
+	s := mustStore(t, 0)
+	defer func() { _ = s.Close() }()
+	if _, err := s.Open(ctx, "oversize", history.OpenOptions{Create: true}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(restConfig, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "oversize-history"}, cm); err != nil {
+		t.Fatal(err)
+	}
+	cm.Data = map[string]string{"data": padIndex(t, cm.Data["data"], 1000<<10)}
+	if err := c.Update(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	again := mustStore(t, 0)
+	defer func() { _ = again.Close() }()
+	_, err = again.Open(ctx, "oversize", history.OpenOptions{})
+	if !errors.Is(err, history.ErrCorrupt) {
+		t.Fatalf("open of a well-formed index of 1000 KiB: %v, want ErrCorrupt", err)
+	}
+}
+
+// padIndex puts n spaces inside the index's first JSON object and recomputes the footer's
+// checksum, so the index stays well formed.
+func padIndex(t *testing.T, index string, n int) string {
+	t.Helper()
+	body := strings.TrimSuffix(index, "\n")
+	cut := strings.LastIndex(body, "\n") + 1
+	lines, footer := index[:cut], body[cut:]
+	if !strings.HasPrefix(lines, "{") || !strings.Contains(footer, footerSum(lines)) {
+		t.Fatalf("the index is not lines and a footer: %q", index)
+	}
+	padded := "{" + strings.Repeat(" ", n) + lines[1:]
+	return padded + strings.Replace(footer, footerSum(lines), footerSum(padded), 1) + "\n"
+}
+
+func footerSum(lines string) string {
+	sum := sha256.Sum256([]byte(lines))
+	return hex.EncodeToString(sum[:])
 }

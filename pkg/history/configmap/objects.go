@@ -105,10 +105,16 @@ func (o *objects) Get(ctx context.Context, key string) ([]byte, string, error) {
 	if err := o.client.Get(ctx, client.ObjectKey{Namespace: o.namespace, Name: o.configMapName(key)}, &cm); err != nil {
 		return nil, "", mapError(key, err)
 	}
-	if data, ok := cm.BinaryData[dataKey]; ok {
-		return data, cm.ResourceVersion, nil
+	data, ok := cm.BinaryData[dataKey]
+	if !ok {
+		data = []byte(cm.Data[dataKey])
 	}
-	return []byte(cm.Data[dataKey]), cm.ResourceVersion, nil
+	// The API server bounds what a ConfigMap holds; whoever may edit ConfigMaps in the
+	// namespace chooses the bytes, and nothing this backend writes is longer than this.
+	if limit := engine.ReadLimit(maxObjectBytes); int64(len(data)) > limit {
+		return nil, "", engine.ErrObjectTooLong(key, limit)
+	}
+	return data, cm.ResourceVersion, nil
 }
 
 func (o *objects) Create(ctx context.Context, key string, data []byte) (string, error) {

@@ -31,6 +31,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Checkpoints", func(t *testing.T) { testCheckpoints(t, h) })
 	t.Run("CorruptSegment", func(t *testing.T) { testCorruptSegment(t, h) })
 	t.Run("CorruptIndex", func(t *testing.T) { testCorruptIndex(t, h) })
+	t.Run("HostileSegment", func(t *testing.T) { testHostileSegment(t, h) })
 	t.Run("LargeRecords", func(t *testing.T) { testLargeRecords(t, h) })
 	t.Run("MaxBytes", func(t *testing.T) { testMaxBytes(t, h) })
 	t.Run("Delete", func(t *testing.T) { testDelete(t, h) })

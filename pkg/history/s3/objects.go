@@ -59,21 +59,29 @@ type objects struct {
 	base string // "<prefix>/<conversation>/"
 }
 
+// Get reads at most engine.ReadLimit(maxObjectBytes) bytes: the endpoint and the bucket's
+// content are untrusted, and no object this backend writes is longer. A longer object is
+// ErrCorrupt, refused from its Content-Length before its body is read when the endpoint sends
+// one. One GET: its headers give the ETag and the length of the bytes it returns.
 func (o *objects) Get(ctx context.Context, key string) ([]byte, string, error) {
-	obj, err := o.client.GetObject(ctx, o.bucket, o.base+key, minio.GetObjectOptions{})
+	body, info, _, err := minio.Core{Client: o.client}.GetObject(ctx, o.bucket, o.base+key, minio.GetObjectOptions{})
 	if err != nil {
 		return nil, "", mapError(key, err)
 	}
-	defer func() { _ = obj.Close() }()
-	data, err := io.ReadAll(obj)
-	if err != nil {
+	defer func() { _ = body.Close() }()
+	limit := engine.ReadLimit(maxObjectBytes)
+	if info.Size > limit {
+		return nil, "", engine.ErrObjectTooLong(key, limit)
+	}
+	var buf bytes.Buffer
+	buf.Grow(int(max(info.Size, 0)) + bytes.MinRead) // no regrowth when the length is true
+	if _, err := buf.ReadFrom(io.LimitReader(body, limit+1)); err != nil {
 		return nil, "", mapError(key, err)
 	}
-	info, err := obj.Stat()
-	if err != nil {
-		return nil, "", mapError(key, err)
+	if int64(buf.Len()) > limit {
+		return nil, "", engine.ErrObjectTooLong(key, limit)
 	}
-	return data, info.ETag, nil
+	return buf.Bytes(), info.ETag, nil
 }
 
 func (o *objects) put(ctx context.Context, key string, data []byte, opts minio.PutObjectOptions) (string, error) {

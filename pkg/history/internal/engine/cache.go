@@ -63,8 +63,22 @@ type scopedCache struct {
 
 func (s scopedCache) get(key string) ([]history.Entry, bool) { return s.c.get(s.prefix + key) }
 
-func (s scopedCache) put(key string, entries []history.Entry, size int64) {
-	s.c.put(s.prefix+key, entries, size)
+// put keeps entries, counted at the memory they take (not at their stored size: a compressed
+// segment takes many times its size once decoded).
+func (s scopedCache) put(key string, entries []history.Entry) {
+	s.c.put(s.prefix+key, entries, footprint(entries))
+}
+
+// entryOverhead approximates what one cached entry takes besides its id and data: the Entry
+// itself and the allocations behind its two slices.
+const entryOverhead = 64
+
+func footprint(entries []history.Entry) int64 {
+	n := int64(len(entries)) * entryOverhead
+	for _, e := range entries {
+		n += int64(len(e.ID) + len(e.Data))
+	}
+	return n
 }
 
 // sealedLists caches, per epoch tag, the parsed keys of sealed segments.

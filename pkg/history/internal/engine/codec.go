@@ -1,10 +1,15 @@
 package engine
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"strconv"
 	"unicode/utf8"
@@ -98,9 +103,6 @@ func joinLines(lines [][]byte) []byte {
 	return sealLines(buf, len(lines))
 }
 
-// maxInflated bounds a decompressed segment (a guard against gzip bombs).
-const maxInflated = 1 << 30
-
 // compress gzips an encoded segment. Readers recognise gzip by its magic
 // bytes: JSON lines always start with '{'.
 func compress(data []byte) []byte {
@@ -113,35 +115,132 @@ func compress(data []byte) []byte {
 
 func isGzip(data []byte) bool { return len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b }
 
-// decodeEntries verifies the footer and decodes every entry.
-func decodeEntries(data []byte) ([]history.Entry, error) {
-	if isGzip(data) {
-		zr, err := gzip.NewReader(bytes.NewReader(data))
-		if err != nil {
-			return nil, fmt.Errorf("%w: segment: %w", history.ErrCorrupt, err)
-		}
-		if data, err = io.ReadAll(io.LimitReader(zr, maxInflated)); err != nil {
-			return nil, fmt.Errorf("%w: segment: %w", history.ErrCorrupt, err)
-		}
+// gzipTrailerSize is the size a gzip member declares in its last four bytes (ISIZE: the
+// inflated length modulo 2^32). compress writes a single member, so the last four bytes are
+// its trailer.
+func gzipTrailerSize(data []byte) int64 {
+	if len(data) < 18 { // a header and a trailer at least
+		return 0
 	}
-	lines, n, err := verifyFooter(data)
+	t := data[len(data)-4:]
+	return int64(t[0]) | int64(t[1])<<8 | int64(t[2])<<16 | int64(t[3])<<24 // little-endian
+}
+
+// decodeEntries verifies the footer and decodes every entry of an object of at most limit
+// bytes (inflated, when it is a compressed segment). See bounds.go for why nothing here may
+// grow past limit.
+func decodeEntries(data []byte, limit int64) ([]history.Entry, error) {
+	if !isGzip(data) {
+		if int64(len(data)) > limit {
+			return nil, fmt.Errorf("%w: segment of %d bytes, the limit is %d", history.ErrCorrupt, len(data), limit)
+		}
+		return decodeLines(bytes.NewReader(data), limit)
+	}
+	if declared := gzipTrailerSize(data); limit < 1<<32 && declared > limit {
+		return nil, fmt.Errorf("%w: compressed segment declares %d bytes, the limit is %d", history.ErrCorrupt, declared, limit)
+	}
+	src := bytes.NewReader(data)
+	zr, err := gzip.NewReader(src)
 	if err != nil {
-		return nil, fmt.Errorf("segment: %w", err)
+		return nil, fmt.Errorf("%w: segment: %w", history.ErrCorrupt, err)
 	}
-	entries := make([]history.Entry, 0, n)
-	for len(lines) > 0 {
-		i := bytes.IndexByte(lines, '\n')
-		e, err := decodeLine(lines[:i])
-		if err != nil {
-			return nil, fmt.Errorf("segment: %w", err)
-		}
-		entries = append(entries, e)
-		lines = lines[i+1:]
+	zr.Multistream(false) // one member, as compress writes it
+	entries, err := decodeLines(zr, limit)
+	if err != nil {
+		return nil, err
 	}
-	if len(entries) != n {
-		return nil, fmt.Errorf("%w: segment holds %d entries, footer says %d", history.ErrCorrupt, len(entries), n)
+	if src.Len() > 0 {
+		return nil, fmt.Errorf("%w: %d bytes after the compressed segment", history.ErrCorrupt, src.Len())
 	}
 	return entries, nil
+}
+
+// decodeLines reads the lines of an object as they come (r may be an inflating reader) and
+// decodes each entry, so the object is never held whole; it stops with ErrCorrupt once more
+// than limit bytes came. The footer, the last line, must hold the number of entries and the
+// checksum of the lines before it, and end with its newline (an object cut there is corrupt).
+func decodeLines(r io.Reader, limit int64) ([]history.Entry, error) {
+	src := &io.LimitedReader{R: r, N: limit + 1}
+	br := bufio.NewReaderSize(src, 64<<10)
+	sum := sha256.New()
+	var entries []history.Entry
+	var long []byte // a line longer than br's buffer, gathered
+	for {
+		l, err := readLine(br, &long, limit)
+		if src.N <= 0 {
+			return nil, fmt.Errorf("%w: segment holds more than %d bytes", history.ErrCorrupt, limit)
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil, fmt.Errorf("%w: no footer", history.ErrCorrupt)
+			}
+			return nil, fmt.Errorf("%w: segment: %w", history.ErrCorrupt, err)
+		}
+		var ln line
+		if err := json.Unmarshal(l[:len(l)-1], &ln); err != nil {
+			return nil, fmt.Errorf("%w: segment: line: %w", history.ErrCorrupt, err)
+		}
+		if ln.End != nil {
+			if err := closeLines(br, ln.End, sum, len(entries)); err != nil {
+				return nil, err
+			}
+			return entries, nil
+		}
+		sum.Write(l)
+		entries = append(entries, entryOf(ln))
+	}
+}
+
+// closeLines checks the footer f read after n entries whose lines sum holds: nothing may follow it.
+func closeLines(br *bufio.Reader, f *footer, sum hash.Hash, n int) error {
+	if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
+		if err == nil {
+			return fmt.Errorf("%w: segment: a footer where an entry belongs", history.ErrCorrupt)
+		}
+		return fmt.Errorf("%w: segment: %w", history.ErrCorrupt, err)
+	}
+	if hex.EncodeToString(sum.Sum(nil)) != f.SHA256 {
+		return fmt.Errorf("%w: segment: checksum mismatch", history.ErrCorrupt)
+	}
+	if f.N != n {
+		return fmt.Errorf("%w: segment holds %d entries, footer says %d", history.ErrCorrupt, n, f.N)
+	}
+	return nil
+}
+
+// readLine returns the next line with its newline; io.EOF when the object ends, also in the
+// middle of a line. A line longer than br's buffer is gathered in *long, which grows by
+// doubling but never past limit+1 (br's reader ends there). The line is valid until the next call.
+func readLine(br *bufio.Reader, long *[]byte, limit int64) ([]byte, error) {
+	l, err := br.ReadSlice('\n')
+	if !errors.Is(err, bufio.ErrBufferFull) {
+		if err != nil {
+			return nil, err
+		}
+		return l, nil
+	}
+	*long = (*long)[:0]
+	for {
+		*long = appendCapped(*long, l, limit+1)
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			break
+		}
+		l, err = br.ReadSlice('\n')
+	}
+	if err != nil {
+		return nil, err
+	}
+	return *long, nil
+}
+
+// appendCapped appends l to dst, doubling dst's capacity when it must grow, up to most.
+func appendCapped(dst, l []byte, most int64) []byte {
+	if need := len(dst) + len(l); need > cap(dst) {
+		grown := make([]byte, len(dst), max(min(2*int64(cap(dst)), most), int64(need)))
+		copy(grown, dst)
+		dst = grown
+	}
+	return append(dst, l...)
 }
 
 // verifyFooter checks the footer line that closes data against the lines before it and
@@ -178,6 +277,11 @@ func decodeLine(l []byte) (history.Entry, error) {
 	if ln.End != nil {
 		return history.Entry{}, fmt.Errorf("%w: a footer where an entry belongs", history.ErrCorrupt)
 	}
+	return entryOf(ln), nil
+}
+
+// entryOf is the entry a decoded line holds.
+func entryOf(ln line) history.Entry {
 	e := history.Entry{Seq: ln.Seq, ID: ln.ID, Data: ln.B64}
 	if ln.JSON != nil {
 		e.Data = ln.JSON
@@ -185,7 +289,7 @@ func decodeLine(l []byte) (history.Entry, error) {
 	if e.Data == nil {
 		e.Data = []byte{}
 	}
-	return e, nil
+	return e
 }
 
 // footerSize bounds the encoded footer's length.

@@ -10,6 +10,9 @@ import (
 	"github.com/parley-dev/parley/pkg/history"
 )
 
+// testLimit is the read limit of the S3 backend's objects.
+var testLimit = ReadLimit(64 << 20)
+
 func TestCodecRoundTrip(t *testing.T) {
 	entries := []history.Entry{
 		{Seq: 7, ID: "json", Data: []byte(`{"role":"user","content":"hi"}`)},
@@ -20,7 +23,7 @@ func TestCodecRoundTrip(t *testing.T) {
 		{Seq: 12, ID: "json with spaces", Data: []byte(`{ "a" : [1, 2] }`)},
 	}
 	for _, list := range [][]history.Entry{entries, nil} { // and an object of no entries
-		got, err := decodeEntries(encodeEntries(list))
+		got, err := decodeEntries(encodeEntries(list), testLimit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +65,7 @@ func TestCodecKeepsJSONReadable(t *testing.T) {
 			if got := bytes.Contains(line, []byte(`,"j":`+tt.data+`}`)); got != tt.verbatim {
 				t.Fatalf("line %s: verbatim %v, want %v", line, got, tt.verbatim)
 			}
-			got, err := decodeEntries(encodeEntries([]history.Entry{e}))
+			got, err := decodeEntries(encodeEntries([]history.Entry{e}), testLimit)
 			if err != nil || len(got) != 1 || string(got[0].Data) != tt.data {
 				t.Fatalf("round trip: %+v, %v", got, err)
 			}
@@ -80,11 +83,11 @@ func TestCodecDetectsEveryFlippedByte(t *testing.T) {
 	for i := range data {
 		corrupt := bytes.Clone(data)
 		corrupt[i] ^= 0x01
-		if _, err := decodeEntries(corrupt); !errors.Is(err, history.ErrCorrupt) {
+		if _, err := decodeEntries(corrupt, testLimit); !errors.Is(err, history.ErrCorrupt) {
 			t.Fatalf("flipped byte %d (%q): %v, want ErrCorrupt", i, data[i], err)
 		}
 	}
-	if _, err := decodeEntries(data[:len(data)/2]); !errors.Is(err, history.ErrCorrupt) {
+	if _, err := decodeEntries(data[:len(data)/2], testLimit); !errors.Is(err, history.ErrCorrupt) {
 		t.Fatalf("truncated object: %v, want ErrCorrupt", err)
 	}
 }
@@ -98,7 +101,7 @@ func FuzzCodec(f *testing.F) {
 			t.Skip("Append refuses this id")
 		}
 		in := []history.Entry{{Seq: 1, ID: id, Data: data}, {Seq: 2, ID: id + "2", Data: data}}
-		out, err := decodeEntries(encodeEntries(in))
+		out, err := decodeEntries(encodeEntries(in), testLimit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,14 +116,14 @@ func FuzzCodec(f *testing.F) {
 func TestCompressedSegment(t *testing.T) {
 	entries := []history.Entry{{Seq: 1, ID: "a", Data: bytes.Repeat([]byte(`{"x":1}`), 1)}, {Seq: 2, ID: "b", Data: []byte{0, 1}}}
 	data := compress(encodeEntries(entries))
-	got, err := decodeEntries(data)
+	got, err := decodeEntries(data, testLimit)
 	if err != nil || len(got) != 2 || !bytes.Equal(got[1].Data, []byte{0, 1}) {
 		t.Fatalf("compressed segment: %+v, %v", got, err)
 	}
 	for _, i := range []int{len(data) / 2, len(data) - 5} {
 		corrupt := bytes.Clone(data)
 		corrupt[i] ^= 0x01
-		if _, err := decodeEntries(corrupt); !errors.Is(err, history.ErrCorrupt) {
+		if _, err := decodeEntries(corrupt, testLimit); !errors.Is(err, history.ErrCorrupt) {
 			t.Fatalf("flipped byte %d of a compressed segment: %v, want ErrCorrupt", i, err)
 		}
 	}
@@ -135,7 +138,7 @@ func TestCodecFooterCountOutOfRange(t *testing.T) {
 		if bytes.Equal(data, good) {
 			t.Fatal("footer not found")
 		}
-		if _, err := decodeEntries(data); !errors.Is(err, history.ErrCorrupt) {
+		if _, err := decodeEntries(data, testLimit); !errors.Is(err, history.ErrCorrupt) {
 			t.Fatalf("footer count %s: %v, want ErrCorrupt", n, err)
 		}
 	}
@@ -145,10 +148,10 @@ func TestCodecFooterCountOutOfRange(t *testing.T) {
 // the lines before it holds (found by FuzzDecodeEntries).
 func TestCodecFooterWithoutItsNewline(t *testing.T) {
 	good := encodeEntries([]history.Entry{{Seq: 1, ID: "a", Data: []byte(`{}`)}})
-	if _, err := decodeEntries(good); err != nil {
+	if _, err := decodeEntries(good, testLimit); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := decodeEntries(bytes.TrimSuffix(good, []byte("\n"))); !errors.Is(err, history.ErrCorrupt) {
+	if _, err := decodeEntries(bytes.TrimSuffix(good, []byte("\n")), testLimit); !errors.Is(err, history.ErrCorrupt) {
 		t.Fatalf("footer without its newline: %v, want ErrCorrupt", err)
 	}
 }
@@ -164,7 +167,7 @@ func FuzzDecodeEntries(f *testing.F) {
 	f.Add(bytes.Replace(good, []byte(`"n":2,`), []byte(`"n":-1,`), 1))
 	f.Add(sealLines([]byte(`{"s":3,"id":"x","j": [1, 2] }`+"\n"+`{"s":4,"id":"y","b":""}`+"\n"), 2))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		entries, err := decodeEntries(data)
+		entries, err := decodeEntries(data, testLimit)
 		if err != nil {
 			if !errors.Is(err, history.ErrCorrupt) {
 				t.Fatalf("decode error %v is not ErrCorrupt", err)
@@ -178,7 +181,7 @@ func FuzzDecodeEntries(f *testing.F) {
 		if lines := bytes.Count(plain, []byte("\n")) - 1; len(entries) != lines {
 			t.Fatalf("%d entries from %d lines before the footer", len(entries), lines)
 		}
-		again, err := decodeEntries(encodeEntries(entries))
+		again, err := decodeEntries(encodeEntries(entries), testLimit)
 		if err != nil {
 			t.Fatalf("accepted entries do not encode and decode: %v", err)
 		}

@@ -398,7 +398,7 @@ func (h *log) writeTail(ctx context.Context, m *manifest, fresh []history.Entry,
 			return nil, err
 		}
 		written = append(written, key)
-		h.cache.put(key, chunk, int64(len(data)))
+		h.cache.put(key, chunk)
 		m.Tail = append(m.Tail, tailRef{Key: key, Bytes: payloadOf(chunk)})
 	}
 	m.open = openTail{}
@@ -493,7 +493,7 @@ func (h *log) writeSealed(ctx context.Context, tag string, entries []history.Ent
 		if err := h.createIfAbsent(ctx, key, data); err != nil {
 			return err
 		}
-		h.cache.put(key, chunk, int64(len(data)))
+		h.cache.put(key, chunk)
 		keys = append(keys, dk)
 	}
 	if known, ok := h.sealed.get(tag); ok {

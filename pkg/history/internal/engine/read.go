@@ -201,7 +201,7 @@ func (h *log) entries(ctx context.Context, key string, dk dataKey) ([]history.En
 	if err != nil {
 		return nil, err
 	}
-	entries, err := decodeEntries(data)
+	entries, err := decodeEntries(data, h.opts.readLimit())
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", key, err)
 	}
@@ -213,6 +213,6 @@ func (h *log) entries(ctx context.Context, key string, dk dataKey) ([]history.En
 			return nil, fmt.Errorf("%w: %s entry %d has sequence %d", history.ErrCorrupt, key, i, e.Seq)
 		}
 	}
-	h.cache.put(key, entries, int64(len(data)))
+	h.cache.put(key, entries)
 	return entries, nil
 }

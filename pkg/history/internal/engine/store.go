@@ -32,7 +32,7 @@ var _ history.Store = (*Store)(nil)
 func New(backend Backend, opts Options) *Store {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Store{opts: opts.withDefaults(), ctx: ctx, cancel: cancel, handles: map[string]*log{}, cache: newObjectCache(cacheBudget)}
-	s.backend = countingBackend{Backend: backend, c: &s.counters}
+	s.backend = countingBackend{Backend: boundedBackend{Backend: backend, limit: s.opts.readLimit()}, c: &s.counters}
 	return s
 }
 
@@ -233,4 +233,6 @@ func TailLast(key string) (uint64, bool) {
 func (s *Store) WaitBackground() { s.background.Wait() }
 
 // Backend returns the backend the store was built on.
-func (s *Store) Backend() Backend { return s.backend.(countingBackend).Backend }
+func (s *Store) Backend() Backend {
+	return s.backend.(countingBackend).Backend.(boundedBackend).Backend
+}

@@ -1,0 +1,64 @@
+package s3_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/parley-dev/parley/pkg/history"
+	"github.com/parley-dev/parley/pkg/history/s3"
+)
+
+// The endpoint is chosen by a Conversation's author: one that answers every GET with far more
+// bytes than any object this backend writes gets ErrCorrupt, whether it declares the length
+// (refused before the body is read) or streams it chunked (the read stops at the limit).
+func TestGetStopsAtTheObjectLimit(t *testing.T) {
+	const served = 256 << 20        // the hostile answer
+	const allowed = 64<<20 + 16<<20 // the object limit, plus what sockets may buffer
+	for name, declare := range map[string]bool{"declared length": true, "chunked": false} {
+		t.Run(name, func(t *testing.T) {
+			var sent atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method != http.MethodGet {
+					w.WriteHeader(http.StatusNotImplemented)
+					return
+				}
+				w.Header().Set("ETag", `"hostile"`)
+				w.Header().Set("Last-Modified", time.Now().UTC().Format(http.TimeFormat))
+				if declare {
+					w.Header().Set("Content-Length", strconv.Itoa(served))
+				}
+				chunk := make([]byte, 64<<10)
+				for sent.Load() < served {
+					n, err := w.Write(chunk)
+					sent.Add(int64(n))
+					if err != nil {
+						return
+					}
+				}
+			}))
+			defer srv.Close()
+			st, err := s3.New(s3.Config{
+				Endpoint: srv.URL, Bucket: "hostile", Region: "us-east-1", Addressing: s3.AddressingPath,
+				AccessKeyID: "id", SecretAccessKey: "secret", MaxRetries: 1,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = st.Close() }()
+			_, err = st.Open(context.Background(), "conversation", history.OpenOptions{}) // reads the index
+			if !errors.Is(err, history.ErrCorrupt) {
+				t.Fatalf("open over an endpoint answering %d bytes: %v, want ErrCorrupt", served, err)
+			}
+			srv.CloseClientConnections()
+			if n := sent.Load(); n > allowed {
+				t.Fatalf("the store read %d MiB of a hostile answer", n>>20)
+			}
+		})
+	}
+}
