@@ -3,6 +3,7 @@ package historytest_test
 import (
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"io"
 	"testing"
 
@@ -23,7 +24,7 @@ func TestGzipBomb(t *testing.T) {
 		for {
 			k, err := zr.Read(buf)
 			zeros += int64(k - len(bytes.TrimLeft(buf[:k], "\x00")))
-			if err == io.EOF {
+			if errors.Is(err, io.EOF) {
 				break
 			}
 			if err != nil {
