@@ -151,10 +151,23 @@ type ObjectStoreHistory struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`
 	Bucket string `json:"bucket"`
 
-	// prefix is prepended to every object key.
+	// prefix is prepended to every object key: key segments of letters, digits, '.', '_' and '-'
+	// joined by single '/' (a trailing '/' is allowed), with no leading '/' and no '.' or '..'
+	// segment, so that no store that maps keys to paths resolves it outside the bucket.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*/?$')",message="objectStore.prefix must be key segments of letters, digits, '.', '_' and '-' joined by single '/', without a leading '/'"
+	// +kubebuilder:validation:XValidation:rule="!self.split('/').exists(s, s == '.' || s == '..')",message="objectStore.prefix must not hold a '.' or '..' segment"
 	Prefix string `json:"prefix,omitempty"`
+
+	// maxBytes bounds the history, all retained epochs together (checkpoints apart). Past it
+	// appends are refused (the Session API answers 413). A replica holds a conversation's
+	// current epoch in memory, hence the ceiling.
+	// +optional
+	// +kubebuilder:default="64Mi"
+	// +kubebuilder:validation:XValidation:rule="quantity(self).isGreaterThan(quantity('0'))",message="objectStore.maxBytes must be positive"
+	// +kubebuilder:validation:XValidation:rule="quantity(self).compareTo(quantity('256Mi')) <= 0",message="objectStore.maxBytes must be at most 256Mi: a replica holds a conversation's current epoch in memory"
+	MaxBytes *resource.Quantity `json:"maxBytes,omitempty"`
 
 	// region of the bucket, for stores that need one.
 	// +optional

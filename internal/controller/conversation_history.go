@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -344,8 +345,15 @@ func (r *ConversationReconciler) configMapValue(ctx context.Context, namespace s
 	}
 }
 
+// lastingHistoryRecheck is how soon a history that failed for a lasting cause (corrupt or
+// hostile bytes, the size cap) is looked at again when nothing else changes; a spec change
+// brings the next reconcile sooner.
+const lastingHistoryRecheck = 5 * time.Minute
+
 // historyFailed records a failure to reach or initialise the history: HistoryAvailable=False
-// with the cause's reason, a Warning event when the reason changes, and a retry with backoff.
+// with the cause's reason, a Warning event when the reason changes, and a retry with backoff,
+// or, for a lasting cause, a look again after lastingHistoryRecheck: the workqueue's backoff
+// starts at milliseconds, and each try would read the same hostile bytes again.
 func (r *ConversationReconciler) historyFailed(s *conversationScope, err error) {
 	reason, msg := historystore.Reason(err), historystore.Message(err)
 	prev := s.condition(parleyv1alpha1.ConditionHistoryAvailable)
@@ -354,5 +362,9 @@ func (r *ConversationReconciler) historyFailed(s *conversationScope, err error) 
 	}
 	metrics.StoreErrors.WithLabelValues(backendOf(s.conv), reason).Inc()
 	s.setCondition(parleyv1alpha1.ConditionHistoryAvailable, metav1.ConditionFalse, reason, msg)
+	if historystore.Lasting(err) {
+		s.requeueAfter(lastingHistoryRecheck)
+		return
+	}
 	s.retryErr = fmt.Errorf("history of %s/%s: %s: %w", s.conv.Namespace, s.conv.Name, reason, err)
 }

@@ -1,11 +1,13 @@
 package controller
 
 import (
+	"fmt"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+	"github.com/parley-dev/parley/pkg/history"
 )
 
 func TestDecideHistoryAction(t *testing.T) {
@@ -108,6 +110,37 @@ func TestContextStatus(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if got := contextStatus(tc.maxTokens, tc.tokens); *got != tc.want {
 				t.Errorf("contextStatus = %+v, want %+v", *got, tc.want)
+			}
+		})
+	}
+}
+
+// A history that cannot be read because its bytes are corrupt or hostile, or that reached its
+// cap, fails its Conversation with a condition and is looked at again later, not retried with
+// the workqueue's backoff (milliseconds at first), which would read the same bytes again; a
+// store that is down is retried with backoff.
+func TestHistoryFailureRetry(t *testing.T) {
+	for name, tt := range map[string]struct {
+		err         error
+		reason      string
+		withBackoff bool
+	}{
+		"corrupt":     {fmt.Errorf("segment: %w", history.ErrCorrupt), parleyv1alpha1.ReasonHistoryCorrupt, false},
+		"too large":   {fmt.Errorf("append: %w", history.ErrTooLarge), parleyv1alpha1.ReasonHistoryTooLarge, false},
+		"unavailable": {fmt.Errorf("get: %w", history.ErrUnavailable), parleyv1alpha1.ReasonStoreUnavailable, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := newConversationScope(testConv(), created)
+			(&ConversationReconciler{}).historyFailed(s, tt.err)
+			c := s.condition(parleyv1alpha1.ConditionHistoryAvailable)
+			if c == nil || c.Status != metav1.ConditionFalse || c.Reason != tt.reason {
+				t.Fatalf("HistoryAvailable %+v, want False with reason %s", c, tt.reason)
+			}
+			if got := s.retryErr != nil; got != tt.withBackoff {
+				t.Fatalf("retried with the workqueue's backoff: %v, want %v", got, tt.withBackoff)
+			}
+			if !tt.withBackoff && s.requeue != lastingHistoryRecheck {
+				t.Fatalf("requeued after %v, want %v", s.requeue, lastingHistoryRecheck)
 			}
 		})
 	}

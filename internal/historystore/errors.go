@@ -52,6 +52,18 @@ func Reason(err error) string {
 	}
 }
 
+// Lasting reports whether a history error does not mend by itself: stored bytes that failed
+// verification (a corrupt or hostile history) or a history at its size cap. Retrying soon would
+// only read the same bytes again; a change of the spec, or of the bytes, is what helps.
+func Lasting(err error) bool {
+	switch Reason(err) {
+	case parleyv1alpha1.ReasonHistoryCorrupt, parleyv1alpha1.ReasonHistoryTooLarge:
+		return true
+	default:
+		return false
+	}
+}
+
 // Message is the human part of err for a condition: the Error's message, or the error itself.
 func Message(err error) string {
 	var e *Error

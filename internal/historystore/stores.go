@@ -370,6 +370,7 @@ func classifyProbe(spec *parleyv1alpha1.ObjectStoreHistory, err error) error {
 func (s *Stores) s3Config(ctx context.Context, namespace string, spec *parleyv1alpha1.ObjectStoreHistory) (s3.Config, error) {
 	cfg := s.S3
 	cfg.Endpoint, cfg.Bucket, cfg.Prefix, cfg.Region, cfg.Insecure = spec.Endpoint, spec.Bucket, spec.Prefix, spec.Region, spec.Insecure
+	cfg.MaxBytes = spec.GetMaxBytes()
 	if spec.ForcePathStyle {
 		cfg.Addressing = s3.AddressingPath
 	}
@@ -453,7 +454,7 @@ func (s *Stores) secret(ctx context.Context, key types.NamespacedName) (*corev1.
 func s3ConfigID(cfg s3.Config) string {
 	h := sha256.New()
 	for _, part := range []string{
-		cfg.Endpoint, cfg.Bucket, cfg.Prefix, cfg.Region, fmt.Sprint(cfg.Insecure),
+		cfg.Endpoint, cfg.Bucket, cfg.Prefix, cfg.Region, fmt.Sprint(cfg.Insecure), fmt.Sprint(cfg.MaxBytes),
 		string(cfg.Addressing), cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken, string(cfg.CABundle),
 	} {
 		h.Write([]byte(part))

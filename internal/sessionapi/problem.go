@@ -41,6 +41,10 @@ func storeProblem(err error) *wire.Problem {
 		return problem(409, wire.ProblemConflict, "Conflict", "the history changed concurrently; retry with the same ids")
 	case errors.Is(err, history.ErrNotFound):
 		return problem(404, wire.ProblemNotFound, "Not Found", "the conversation has no history")
+	case errors.Is(err, history.ErrCorrupt):
+		// Not 503: no retry mends stored bytes, and each would read them again.
+		return problem(500, wire.ProblemHistoryCorrupt, "History Corrupt",
+			"the stored history failed verification; see the Conversation's HistoryAvailable condition")
 	default:
 		return problem(503, wire.ProblemUnavailable, "Service Unavailable",
 			"the history store is unavailable ("+historystore.Reason(err)+"); retry with the same ids")

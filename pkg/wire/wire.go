@@ -78,6 +78,9 @@ const (
 	ProblemOverloaded   = "https://parley.dev/problems/overloaded"
 	ProblemUnavailable  = "https://parley.dev/problems/storage-unavailable"
 	ProblemNotReady     = "https://parley.dev/problems/not-ready"
+	// ProblemHistoryCorrupt: the stored history failed verification (edited, truncated or
+	// hostile bytes); retrying does not help, the Conversation's HistoryAvailable condition says why.
+	ProblemHistoryCorrupt = "https://parley.dev/problems/history-corrupt"
 )
 
 func (p *Problem) Error() string {

@@ -45,6 +45,11 @@ func checkpointYAML(spec string) string {
 	return "apiVersion: parley.dev/v1alpha1\nkind: Checkpoint\nspec:\n" + indent(spec)
 }
 
+// objectStoreWith is an objectStore history with one more field.
+func objectStoreWith(field string) string {
+	return "history:\n  objectStore:\n    endpoint: s3.example.com\n    bucket: parley\n    credentialsSecretRef: {name: s3}\n    " + field + "\n"
+}
+
 func indent(s string) string {
 	lines := strings.Split(strings.Trim(s, "\n"), "\n")
 	for i, l := range lines {
@@ -152,6 +157,16 @@ var _ = Describe("Admission of Conversations and Checkpoints by the real apiserv
     endpoint: s3.example.com
     bucket: My_Bucket
     credentialsSecretRef: {name: s3}`), "spec.history.objectStore.bucket in body should match"),
+		Entry("an objectStore prefix climbing out of the bucket",
+			conversationYAML(objectStoreWith("prefix: team-a/../team-b")), "objectStore.prefix must not hold a '.' or '..' segment"),
+		Entry("an objectStore prefix with a leading slash",
+			conversationYAML(objectStoreWith("prefix: /histories")), "objectStore.prefix must be key segments of letters, digits"),
+		Entry("an objectStore prefix with a character keys should not hold",
+			conversationYAML(objectStoreWith(`prefix: "a\\b"`)), "objectStore.prefix must be key segments of letters, digits"),
+		Entry("a zero objectStore maxBytes",
+			conversationYAML(objectStoreWith(`maxBytes: "0"`)), "objectStore.maxBytes must be positive"),
+		Entry("an objectStore maxBytes past what a replica should hold",
+			conversationYAML(objectStoreWith("maxBytes: 1Gi")), "objectStore.maxBytes must be at most 256Mi: a replica holds a conversation's current epoch in memory"),
 		Entry("a zero configMap maxBytes",
 			conversationYAML("history:\n  configMap:\n    maxBytes: \"0\""), "maxBytes must be positive"),
 		Entry("a configMap maxBytes past what etcd should hold",
@@ -304,6 +319,16 @@ forkFrom: {checkpoint: before-refactor}`))
 			Expect(update(obj, func(s map[string]any) {
 				s["history"].(map[string]any)["objectStore"].(map[string]any)["region"] = "eu-west-1"
 			})).To(Succeed(), "fields other than the location stay editable")
+		})
+
+		It("defaults the objectStore budget and allows raising it to its ceiling", func() {
+			obj, err := createFromYAML(conversationYAML(objectStoreWith("prefix: team-a/histories/")))
+			Expect(err).NotTo(HaveOccurred())
+			objectStore := obj.Object["spec"].(map[string]any)["history"].(map[string]any)["objectStore"].(map[string]any)
+			Expect(objectStore).To(HaveKeyWithValue("maxBytes", "64Mi"))
+			Expect(update(obj, func(s map[string]any) {
+				s["history"].(map[string]any)["objectStore"].(map[string]any)["maxBytes"] = "256Mi"
+			})).To(Succeed())
 		})
 
 		It("allows raising the ttl and the configMap budget", func() {

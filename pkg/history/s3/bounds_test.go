@@ -62,3 +62,17 @@ func TestGetStopsAtTheObjectLimit(t *testing.T) {
 		})
 	}
 }
+
+// A prefix is where a Conversation's author puts its history: it may not climb out of the
+// bucket on a store that maps keys to paths.
+func TestPrefixStaysInTheBucket(t *testing.T) {
+	for prefix, ok := range map[string]bool{
+		"": true, "parley": true, "parley/": true, "team-a/histories.v1/": true,
+		"../other": false, "a/../b": false, "a/./b": false, ".": false, "/abs": false, "a//b": false, `a\b`: false, "//": false,
+	} {
+		_, err := s3.New(s3.Config{Endpoint: "127.0.0.1:9", Bucket: "parley", Prefix: prefix})
+		if (err == nil) != ok {
+			t.Errorf("prefix %q: %v, want accepted %v", prefix, err, ok)
+		}
+	}
+}

@@ -41,6 +41,12 @@ func (b *backend) Objects(name string, _ *metav1.OwnerReference) (engine.Objects
 	return &objects{backend: b, base: base}, nil
 }
 
+// validPrefix reports whether a prefix is empty or usable key segments, a trailing '/' allowed:
+// a store that maps keys to paths must not resolve it outside the bucket.
+func validPrefix(prefix string) bool {
+	return prefix == "" || validName(strings.TrimSuffix(prefix, "/"))
+}
+
 // validName reports whether every "/"-separated segment of name is a usable key segment.
 func validName(name string) bool {
 	if name == "" || strings.Contains(name, "\\") {

@@ -26,6 +26,9 @@ const (
 	maxObjectBytes = 64 << 20
 )
 
+// tooLargeHint ends every ErrTooLarge of this backend.
+const tooLargeHint = "; raise spec.history.objectStore.maxBytes (up to its ceiling), or let compaction and retention keep the history shorter"
+
 // New returns a Store keeping histories under cfg.Bucket/cfg.Prefix. The
 // bucket must exist (see EnsureBucket).
 func New(cfg Config) (history.Store, error) {
@@ -45,7 +48,7 @@ func New(cfg Config) (history.Store, error) {
 		MaxTailObjects:   cfg.MaxTailObjects,
 		MaxOpenBytes:     cfg.MaxOpenBytes,
 		MaxHistoryBytes:  cfg.MaxBytes,
-		TooLargeHint:     "",
+		TooLargeHint:     tooLargeHint,
 		Linger:           cfg.Linger,
 		CompressSegments: cfg.CompressSegments,
 	}), nil
@@ -77,6 +80,9 @@ func EnsureBucket(ctx context.Context, cfg Config) error {
 func newClient(cfg Config) (*minio.Client, error) {
 	if cfg.Bucket == "" {
 		return nil, errors.New("s3 history: no bucket")
+	}
+	if !validPrefix(cfg.Prefix) {
+		return nil, errors.New("s3 history: the prefix must be key segments joined by single '/', without '.' or '..' segments or a backslash")
 	}
 	host, secure, err := cfg.endpoint()
 	if err != nil {
