@@ -5,6 +5,10 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 	"github.com/parley-dev/parley/pkg/history"
 	"github.com/parley-dev/parley/pkg/wire"
 )
@@ -33,5 +37,20 @@ func TestStoreProblemOfACorruptHistory(t *testing.T) {
 				t.Fatalf("Retry-After sent: %v, want %v", got, tt.retryAfter)
 			}
 		})
+	}
+}
+
+// The same holds once the controller has found the history corrupt: the Session API answers
+// from the condition, without reading the history again.
+func TestHistoryReadyOfACorruptHistory(t *testing.T) {
+	conv := &parleyv1alpha1.Conversation{}
+	meta.SetStatusCondition(&conv.Status.Conditions, metav1.Condition{
+		Type: parleyv1alpha1.ConditionHistoryAvailable, Status: metav1.ConditionFalse,
+		Reason: parleyv1alpha1.ReasonHistoryCorrupt, Message: "segment holds more than 67174400 bytes",
+	})
+	for _, read := range []bool{true, false} {
+		if p := historyReady(conv, read); p == nil || p.Status != 500 || p.Type != wire.ProblemHistoryCorrupt {
+			t.Fatalf("read %v: %+v, want 500 %s", read, p, wire.ProblemHistoryCorrupt)
+		}
 	}
 }

@@ -298,6 +298,8 @@ func historyReady(conv *parleyv1alpha1.Conversation, read bool) *wire.Problem {
 		return nil
 	case c != nil && (c.Reason == parleyv1alpha1.ReasonHistoryDeleted || c.Reason == parleyv1alpha1.ReasonHistoryArchived):
 		return problem(404, wire.ProblemNotFound, "Not Found", "the session expired and its live history was removed ("+c.Reason+")")
+	case c != nil && c.Reason == parleyv1alpha1.ReasonHistoryCorrupt:
+		return problem(500, wire.ProblemHistoryCorrupt, "History Corrupt", "the stored history failed verification: "+c.Message)
 	case c != nil:
 		return problem(503, wire.ProblemNotReady, "Service Unavailable", "the conversation's history is not available ("+c.Reason+"): "+c.Message)
 	default:

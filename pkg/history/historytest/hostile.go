@@ -3,6 +3,7 @@ package historytest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"testing"
 
@@ -16,15 +17,23 @@ const BombBytes = 900 << 20
 
 // ReplaceSealed overwrites every sealed segment of a history with data, as someone who can
 // write the bucket or the ConfigMaps could, and returns how many it replaced. Objects may be
-// immutable in the backend, so it deletes and creates.
-func ReplaceSealed(t *testing.T, s history.Store, name string, data []byte) int {
-	t.Helper()
+// immutable in the backend, so it deletes and creates. s must be built on the engine (every
+// backend of this module is).
+func ReplaceSealed(ctx context.Context, s history.Store, name string, data []byte) (int, error) {
 	waitBackground(s)
-	o := rawObjects(t, s, name)
-	ctx := context.Background()
+	r, ok := s.(interface {
+		ObjectsOf(name string) (engine.Objects, error)
+	})
+	if !ok {
+		return 0, fmt.Errorf("store %T gives no raw access to its objects", s)
+	}
+	o, err := r.ObjectsOf(name)
+	if err != nil {
+		return 0, err
+	}
 	infos, err := o.List(ctx, "")
 	if err != nil {
-		t.Fatal(err)
+		return 0, err
 	}
 	n := 0
 	for _, info := range infos {
@@ -32,14 +41,14 @@ func ReplaceSealed(t *testing.T, s history.Store, name string, data []byte) int 
 			continue
 		}
 		if err := o.Delete(ctx, info.Key); err != nil {
-			t.Fatal(err)
+			return n, err
 		}
 		if _, err := o.Create(ctx, info.Key, data); err != nil {
-			t.Fatalf("plant %s: %v", info.Key, err)
+			return n, fmt.Errorf("plant %s: %w", info.Key, err)
 		}
 		n++
 	}
-	return n
+	return n, nil
 }
 
 // testHostileSegment: a sealed segment replaced by a decompression bomb whose trailer hides
@@ -55,8 +64,8 @@ func testHostileSegment(t *testing.T, hn Harness) {
 	for i := range 72 { // past twice the 32 pieces of an unsealed tail: sealed
 		mustAppend(t, h, records("h", i, 1))
 	}
-	if ReplaceSealed(t, s, hostile, HideSize(GzipBomb(BombBytes))) == 0 {
-		t.Fatal("no sealed segment after 72 appends")
+	if n, err := ReplaceSealed(ctx, s, hostile, HideSize(GzipBomb(BombBytes))); err != nil || n == 0 {
+		t.Fatalf("replaced %d sealed segments after 72 appends: %v", n, err)
 	}
 
 	fresh := newStore(t, hn) // nothing cached
