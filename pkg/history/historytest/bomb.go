@@ -7,10 +7,15 @@ import (
 	"hash/crc32"
 )
 
-// GzipBomb returns a gzip member that inflates to n zero bytes while it is about a thousandth of
-// that long: the hostile segment a tenant who can write a history's bucket or ConfigMaps might
-// plant. Its trailer declares the true size (modulo 2^32). It is built from a few compressed
-// chunks repeated, so making one costs far less than compressing n bytes.
+// bombHead starts a bomb as an entry line of a segment starts, so a reader cannot refuse it
+// from its first bytes: it has to read on, and the line never ends.
+const bombHead = `{"s":1,"id":"bomb","b":"`
+
+// GzipBomb returns a gzip member that inflates to n bytes (at least len(bombHead)) while it is
+// about a thousandth of that long: the hostile segment a tenant who can write a history's
+// bucket or ConfigMaps might plant. It inflates to the start of an entry line followed by zero
+// bytes, and its trailer declares the true size (modulo 2^32). It is built from a few
+// compressed chunks repeated, so making one costs far less than compressing n bytes.
 func GzipBomb(n int64) []byte {
 	const chunk = 1 << 20
 	zeros := make([]byte, chunk)
@@ -20,7 +25,8 @@ func GzipBomb(n int64) []byte {
 	// (a window of 32 KiB), so one compressed copy stands for every full chunk after the first.
 	// Each ends with a flush, which aligns it to a byte.
 	first := min(n, chunk)
-	out.Write(deflateZeros(zeros[:first], nil))
+	head := append([]byte(bombHead), zeros[:first-int64(len(bombHead))]...)
+	out.Write(deflateZeros(head, nil))
 	full, rest := (n-first)/chunk, (n-first)%chunk
 	if full > 0 {
 		body := deflateZeros(zeros, zeros[:32<<10])
@@ -33,8 +39,8 @@ func GzipBomb(n int64) []byte {
 	}
 	out.Write([]byte{1, 0, 0, 0xff, 0xff}) // the last block: stored, empty
 
-	crc := uint32(0)
-	for left := n; left > 0; left -= chunk {
+	crc := crc32.Update(0, crc32.IEEETable, head)
+	for left := n - first; left > 0; left -= chunk {
 		crc = crc32.Update(crc, crc32.IEEETable, zeros[:min(left, chunk)])
 	}
 	out.Write(binary.LittleEndian.AppendUint32(nil, crc))
@@ -42,7 +48,7 @@ func GzipBomb(n int64) []byte {
 	return out.Bytes()
 }
 
-// deflateZeros compresses data as a stretch of a deflate stream that follows dict, flushed so it
+// deflateZeros compresses data (zeros, after a first chunk) as a stretch of a deflate stream that follows dict, flushed so it
 // ends on a byte boundary and leaves the stream open.
 func deflateZeros(data, dict []byte) []byte {
 	var buf bytes.Buffer

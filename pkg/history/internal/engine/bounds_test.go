@@ -9,36 +9,47 @@ import (
 	"github.com/parley-dev/parley/pkg/history"
 )
 
-// endless is a stream that never ends, repeating pattern: an inflating reader fed a bomb.
+// endless is a stream that never ends: head, then pattern repeated. An inflating reader fed a
+// bomb is one.
 type endless struct {
-	pattern []byte
-	served  int64
+	head, pattern []byte
+	served        int64
 }
 
 func (e *endless) Read(p []byte) (int, error) {
 	for i := range p {
-		p[i] = e.pattern[(e.served+int64(i))%int64(len(e.pattern))]
+		at := e.served + int64(i)
+		if at < int64(len(e.head)) {
+			p[i] = e.head[at]
+		} else {
+			p[i] = e.pattern[(at-int64(len(e.head)))%int64(len(e.pattern))]
+		}
 	}
 	e.served += int64(len(p))
 	return len(p), nil
 }
 
-// Whatever an inflating reader would go on producing, the decoder takes limit+1 bytes of it and
-// stops with ErrCorrupt: with one endless line, and with endless well-formed entry lines.
+// Whatever an inflating reader would go on producing, the decoder takes at most limit+1 bytes
+// of it and stops with ErrCorrupt: one endless line that starts as an entry, endless
+// well-formed entry lines, and (after one buffer) a line that starts as nothing this codec writes.
 func TestDecodeStopsReadingAtTheLimit(t *testing.T) {
 	const limit = 1 << 20
-	for name, pattern := range map[string]string{
-		"one endless line":    "\x00",
-		"endless entry lines": `{"s":1,"id":"a","j":0}` + "\n",
+	for name, tt := range map[string]struct {
+		head, pattern string
+		most          int64
+	}{
+		"one endless entry line": {`{"s":1,"id":"a","b":"`, "A", limit + 1},
+		"endless entry lines":    {"", `{"s":1,"id":"a","j":0}` + "\n", limit + 1},
+		"junk":                   {"", "\x00", 64 << 10},
 	} {
 		t.Run(name, func(t *testing.T) {
-			src := &endless{pattern: []byte(pattern)}
+			src := &endless{head: []byte(tt.head), pattern: []byte(tt.pattern)}
 			_, err := decodeLines(src, limit)
 			if !errors.Is(err, history.ErrCorrupt) {
 				t.Fatalf("decode of an endless stream: %v, want ErrCorrupt", err)
 			}
-			if src.served > limit+1 {
-				t.Fatalf("the decoder read %d bytes of an object limited to %d", src.served, limit)
+			if src.served > tt.most {
+				t.Fatalf("the decoder read %d bytes of an object limited to %d, want at most %d", src.served, limit, tt.most)
 			}
 		})
 	}

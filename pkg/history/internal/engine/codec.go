@@ -166,6 +166,12 @@ func decodeLines(r io.Reader, limit int64) ([]history.Entry, error) {
 	var entries []history.Entry
 	var long []byte // a line longer than br's buffer, gathered
 	for {
+		// Every line this codec writes starts as an entry or the footer does: refuse anything
+		// else before gathering it (a bomb of one endless line of junk ends here).
+		if head, _ := br.Peek(len(footerStart)); len(head) == len(footerStart) &&
+			!bytes.HasPrefix(head, entryStart) && !bytes.HasPrefix(head, footerStart) {
+			return nil, fmt.Errorf("%w: segment: a line that is neither an entry nor the footer", history.ErrCorrupt)
+		}
 		l, err := readLine(br, &long, limit)
 		if src.N <= 0 {
 			return nil, fmt.Errorf("%w: segment holds more than %d bytes", history.ErrCorrupt, limit)
@@ -190,6 +196,9 @@ func decodeLines(r io.Reader, limit int64) ([]history.Entry, error) {
 		entries = append(entries, entryOf(ln))
 	}
 }
+
+// How encodeLine and sealLines start their lines.
+var entryStart, footerStart = []byte(`{"s":`), []byte(`{"end"`)
 
 // closeLines checks the footer f read after n entries whose lines sum holds: nothing may follow it.
 func closeLines(br *bufio.Reader, f *footer, sum hash.Hash, n int) error {
