@@ -123,6 +123,11 @@ test-replicas: envtest s3-server ## Two manager replicas (the real binary) on en
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" PARLEY_VERSITYGW="$(VERSITYGW)" PARLEY_REPLICAS=1 \
 		$(GO) test ./test/replicas -count=1 -v -timeout 10m
 
+.PHONY: test-hostile
+test-hostile: envtest s3-server ## The manager binary on envtest and a real S3 server, one history holding a decompression bomb: it stays alive, its peak RSS under half its limit, the other conversations append (see docs/security.md).
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" PARLEY_VERSITYGW="$(VERSITYGW)" PARLEY_HOSTILE=1 \
+		$(GO) test ./test/hostile -count=1 -v -timeout 5m
+
 .PHONY: check-run-local
 check-run-local: ## Run make run-local from a cold cluster state and fail unless it works on the first try (stops the local cluster).
 	hack/check-run-local.sh

@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -95,3 +97,18 @@ func FreePort() (int, error) {
 
 // ErrExited says a process ended while it was awaited.
 var ErrExited = errors.New("managerproc: the manager exited")
+
+// PeakRSS is the most resident memory the process has used so far (VmHWM of /proc/PID/status).
+func (p *Process) PeakRSS() (int64, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.PID()))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, errors.New("no VmHWM in /proc/PID/status")
+}
