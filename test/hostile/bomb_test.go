@@ -15,9 +15,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	authnv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,10 +29,8 @@ import (
 	"github.com/parley-dev/parley/pkg/history/historytest"
 	"github.com/parley-dev/parley/pkg/history/s3"
 	"github.com/parley-dev/parley/pkg/wire"
-	"github.com/parley-dev/parley/test/support/kubeenv"
+	"github.com/parley-dev/parley/test/support/cluster"
 	"github.com/parley-dev/parley/test/support/managerproc"
-	"github.com/parley-dev/parley/test/support/repopath"
-	"github.com/parley-dev/parley/test/support/s3server"
 )
 
 const (
@@ -55,46 +50,14 @@ func TestDecompressionBombLeavesTheManagerAlive(t *testing.T) {
 	logf.SetLogger(logr.Discard())
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	root, err := repopath.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	if keep := os.Getenv("PARLEY_HOSTILE_DIR"); keep != "" {
 		dir = keep // keep the manager's log
 	}
-	bin, err := managerproc.Build(root, dir)
+	cl := cluster.Start(ctx, t, dir, bucket)
+	c, store, bin, kubeconfig := cl.Client, cl.Store, cl.Bin, cl.Kubeconfig
+	token, err := cl.Tenant(ctx, namespace)
 	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, stopEnv, err := kubeenv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stopEnv()
-	if err := kubeenv.InstallCRDs(cfg, root); err != nil {
-		t.Fatal(err)
-	}
-	c, _, err := kubeenv.NewClient(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := s3server.Start(s3server.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
-	store := s3.Config{
-		Endpoint: "http://" + srv.Endpoint, Bucket: bucket, Addressing: s3.AddressingPath,
-		AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey,
-	}
-	if err := s3.EnsureBucket(ctx, store); err != nil {
-		t.Fatal(err)
-	}
-	token := setupNamespace(ctx, t, c, srv)
-
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := kubeenv.WriteKubeconfig(kubeconfig, cfg, ""); err != nil {
 		t.Fatal(err)
 	}
 	port, err := managerproc.FreePort()
@@ -122,7 +85,7 @@ func TestDecompressionBombLeavesTheManagerAlive(t *testing.T) {
 		if err := c.Create(ctx, conv); err != nil {
 			t.Fatal(err)
 		}
-		if err := waitFor(ctx, c, conv, func(cv *parleyv1alpha1.Conversation) bool {
+		if err := cluster.WaitFor(ctx, c, conv, func(cv *parleyv1alpha1.Conversation) bool {
 			return meta.IsStatusConditionTrue(cv.Status.Conditions, parleyv1alpha1.ConditionHistoryAvailable)
 		}); err != nil {
 			t.Fatalf("%s: history not available: %v (log %s)", conv.Name, err, logPath)
@@ -172,7 +135,7 @@ func TestDecompressionBombLeavesTheManagerAlive(t *testing.T) {
 	if err := c.Update(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	if err := waitFor(ctx, c, a, func(cv *parleyv1alpha1.Conversation) bool {
+	if err := cluster.WaitFor(ctx, c, a, func(cv *parleyv1alpha1.Conversation) bool {
 		cond := meta.FindStatusCondition(cv.Status.Conditions, parleyv1alpha1.ConditionHistoryAvailable)
 		return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == parleyv1alpha1.ReasonHistoryCorrupt
 	}); err != nil {
@@ -220,56 +183,5 @@ func objectStoreConversation(name string, store s3.Config) *parleyv1alpha1.Conve
 			}},
 			SystemPrompt: &parleyv1alpha1.SystemPrompt{Text: "You answer questions."},
 		},
-	}
-}
-
-// setupNamespace creates the namespace, the S3 credentials and an agent ServiceAccount that may
-// read and append to every conversation of it, and returns a token of that ServiceAccount.
-func setupNamespace(ctx context.Context, t *testing.T, c client.Client, srv *s3server.Server) string {
-	t.Helper()
-	for _, o := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}},
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "agent"}},
-		&rbacv1.Role{
-			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "agent"},
-			Rules: []rbacv1.PolicyRule{{
-				APIGroups: []string{"parley.dev"}, Resources: []string{"conversations/history"}, Verbs: []string{"get", "create"},
-			}},
-		},
-		&rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "agent"},
-			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "agent"},
-			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: namespace, Name: "agent"}},
-		},
-		&corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "s3"},
-			Data:       map[string][]byte{s3.SecretAccessKeyID: []byte(srv.AccessKey), s3.SecretSecretAccessKey: []byte(srv.SecretKey)},
-		},
-	} {
-		if err := c.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tr := &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{Audiences: []string{wire.Audience}}}
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "agent"}}
-	if err := c.SubResource("token").Create(ctx, sa, tr); err != nil {
-		t.Fatal(err)
-	}
-	return tr.Status.Token
-}
-
-// waitFor polls conv until ok says yes, for up to a minute.
-func waitFor(ctx context.Context, c client.Client, conv *parleyv1alpha1.Conversation, ok func(*parleyv1alpha1.Conversation) bool) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	for {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(conv), conv); err == nil && ok(conv) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return errors.New("timed out after a minute")
-		case <-time.After(200 * time.Millisecond):
-		}
 	}
 }

@@ -6,7 +6,6 @@ package replicas_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -18,9 +17,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,12 +27,9 @@ import (
 	"github.com/parley-dev/parley/internal/historystore"
 	parleyclient "github.com/parley-dev/parley/pkg/client"
 	"github.com/parley-dev/parley/pkg/history"
-	"github.com/parley-dev/parley/pkg/history/s3"
 	"github.com/parley-dev/parley/pkg/wire"
-	"github.com/parley-dev/parley/test/support/kubeenv"
+	"github.com/parley-dev/parley/test/support/cluster"
 	"github.com/parley-dev/parley/test/support/managerproc"
-	"github.com/parley-dev/parley/test/support/repopath"
-	"github.com/parley-dev/parley/test/support/s3server"
 )
 
 const (
@@ -106,50 +100,22 @@ func TestReplicaKillLosesAndDuplicatesNothing(t *testing.T) {
 	logf.SetLogger(logr.Discard())
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	root, err := repopath.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	if keep := os.Getenv("PARLEY_REPLICAS_DIR"); keep != "" {
 		dir = keep // keep the replicas' logs
 	}
 	began := time.Now()
-	bin, err := managerproc.Build(root, dir)
+	cl := cluster.Start(ctx, t, dir, bucket)
+	t.Logf("manager built and servers started in %s", time.Since(began).Round(time.Millisecond))
+	c, s3srv, bin, kubeconfig := cl.Client, cl.S3, cl.Bin, cl.Kubeconfig
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNamespace}}); err != nil {
+		t.Fatal(err)
+	}
+	token, err := cl.Tenant(ctx, namespace)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("manager built in %s", time.Since(began).Round(time.Millisecond))
 
-	cfg, stopEnv, err := kubeenv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stopEnv()
-	if err := kubeenv.InstallCRDs(cfg, root); err != nil {
-		t.Fatal(err)
-	}
-	c, _, err := kubeenv.NewClient(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s3srv, err := s3server.Start(s3server.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s3srv.Stop()
-	if err := s3.EnsureBucket(ctx, s3.Config{
-		Endpoint: s3srv.Endpoint, Bucket: bucket, Insecure: true, Addressing: s3.AddressingPath,
-		AccessKeyID: s3srv.AccessKey, SecretAccessKey: s3srv.SecretKey,
-	}); err != nil {
-		t.Fatal(err)
-	}
-	token := setupNamespace(ctx, t, c, s3srv)
-
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := kubeenv.WriteKubeconfig(kubeconfig, cfg, ""); err != nil {
-		t.Fatal(err)
-	}
 	var reps [2]*replica
 	for i := range reps {
 		port, err := managerproc.FreePort()
@@ -187,7 +153,7 @@ func TestReplicaKillLosesAndDuplicatesNothing(t *testing.T) {
 		if err := c.Create(ctx, conv); err != nil {
 			t.Fatal(err)
 		}
-		if err := waitFor(ctx, c, conv, func(cv *parleyv1alpha1.Conversation) bool {
+		if err := cluster.WaitFor(ctx, c, conv, func(cv *parleyv1alpha1.Conversation) bool {
 			return meta.IsStatusConditionTrue(cv.Status.Conditions, parleyv1alpha1.ConditionHistoryAvailable)
 		}); err != nil {
 			t.Fatalf("conversation %s: history not available: %v", conv.Name, err)
@@ -390,7 +356,7 @@ func verify(ctx context.Context, t *testing.T, c client.Client, stores *historys
 		conv.Name, len(a.acks), len(acked), len(stored), len(records), head.Sequence, head.Epoch, lost, twice, moved)
 
 	// The leader (whichever replica holds the lease now) counts them in status.
-	if err := waitFor(ctx, c, conv, func(cv *parleyv1alpha1.Conversation) bool {
+	if err := cluster.WaitFor(ctx, c, conv, func(cv *parleyv1alpha1.Conversation) bool {
 		return cv.Status.History != nil && cv.Status.History.Messages == int64(len(acked))
 	}); err != nil {
 		got := int64(-1)
@@ -411,46 +377,6 @@ func uncertainCount(a *appender) int {
 	return n
 }
 
-// setupNamespace creates the namespace with an agent ServiceAccount allowed to read and write
-// conversations/history, the S3 credentials Secret and the leader-election namespace, and
-// returns a token of the ServiceAccount for audience parley (TokenRequest).
-func setupNamespace(ctx context.Context, t *testing.T, c client.Client, s3srv *s3server.Server) string {
-	t.Helper()
-	objs := []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNamespace}},
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "agent"}},
-		&rbacv1.Role{
-			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "agent"},
-			Rules: []rbacv1.PolicyRule{{
-				APIGroups: []string{"parley.dev"}, Resources: []string{"conversations/history"}, Verbs: []string{"get", "create"},
-			}},
-		},
-		&rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "agent"},
-			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "agent"},
-			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: namespace, Name: "agent"}},
-		},
-		&corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "s3"},
-			Data: map[string][]byte{
-				s3.SecretAccessKeyID: []byte(s3srv.AccessKey), s3.SecretSecretAccessKey: []byte(s3srv.SecretKey),
-			},
-		},
-	}
-	for _, o := range objs {
-		if err := c.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tr := &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{Audiences: []string{wire.Audience}}}
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "agent"}}
-	if err := c.SubResource("token").Create(ctx, sa, tr); err != nil {
-		t.Fatal(err)
-	}
-	return tr.Status.Token
-}
-
 func conversationOn(h parleyv1alpha1.HistorySpec, name string) *parleyv1alpha1.Conversation {
 	return &parleyv1alpha1.Conversation{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
@@ -458,21 +384,5 @@ func conversationOn(h parleyv1alpha1.HistorySpec, name string) *parleyv1alpha1.C
 			History:      h,
 			SystemPrompt: &parleyv1alpha1.SystemPrompt{Text: "You answer questions; two replicas serve you."},
 		},
-	}
-}
-
-// waitFor polls conv until ok says yes (1 s apart is enough: it waits on the controller).
-func waitFor(ctx context.Context, c client.Client, conv *parleyv1alpha1.Conversation, ok func(*parleyv1alpha1.Conversation) bool) error {
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	for {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(conv), conv); err == nil && ok(conv) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return errors.New("timed out after 60 s")
-		case <-time.After(200 * time.Millisecond):
-		}
 	}
 }
