@@ -30,6 +30,8 @@ const (
 	DefaultCheckpointReason   = CheckpointManual
 	// DefaultConfigMapMaxBytes is 8Mi.
 	DefaultConfigMapMaxBytes = 8 << 20
+	// DefaultObjectStoreMaxBytes is 64Mi.
+	DefaultObjectStoreMaxBytes = 64 << 20
 )
 
 // IsSuspended is spec.suspend (default false).
@@ -140,6 +142,14 @@ func (c *ConfigMapHistory) GetMaxBytes() int64 {
 		return DefaultConfigMapMaxBytes
 	}
 	return c.MaxBytes.Value()
+}
+
+// GetMaxBytes is objectStore.maxBytes in bytes, DefaultObjectStoreMaxBytes when unset.
+func (o *ObjectStoreHistory) GetMaxBytes() int64 {
+	if o == nil || o.MaxBytes == nil {
+		return DefaultObjectStoreMaxBytes
+	}
+	return o.MaxBytes.Value()
 }
 
 // GetFormat is seed.format, DefaultSeedFormat when unset.
