@@ -13,6 +13,7 @@ import (
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 	"github.com/parley-dev/parley/pkg/conversation"
+	"github.com/parley-dev/parley/test/fixtures"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden from the current output")
@@ -24,12 +25,12 @@ const (
 	sessionOpenAI = "7e3f2a10-88c4-4b6d-a1e2-3c4d5e6f7a8b"
 )
 
-// fixtureState is the real Claude Code transcript of testdata/claude-code (a session with a
+// fixtureState is the real Claude Code transcript of test/fixtures (a session with a
 // skill, a subagent started by the Task tool, and a file write), imported.
 func fixtureState(t testing.TB) *conversation.State {
 	t.Helper()
-	s, err := conversation.ImportClaudeSession(readTestdata(t, "claude-code/main-transcript.jsonl"),
-		conversation.ClaudeSubagentFile{AgentID: "a9b844f", Data: readTestdata(t, "claude-code/subagent-transcript.jsonl")})
+	s, err := conversation.ImportClaudeSession(fixtures.Read(t, fixtures.ClaudeMain),
+		conversation.ClaudeSubagentFile{AgentID: "a9b844f", Data: fixtures.Read(t, fixtures.ClaudeSubagent)})
 	if err != nil {
 		t.Fatal(err)
 	}

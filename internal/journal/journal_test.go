@@ -1,8 +1,6 @@
 package journal
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,26 +11,18 @@ import (
 	"github.com/parley-dev/parley/pkg/conversation/tokens"
 	"github.com/parley-dev/parley/pkg/history"
 	"github.com/parley-dev/parley/pkg/history/memory"
+	"github.com/parley-dev/parley/test/fixtures"
 )
 
 // Fixtures and helpers of this package's tests: histories in memory, states from the Claude
-// Code fixture (a copy of pkg/conversation's, with its subagent) or made by hand.
+// Code fixture of test/fixtures (with its subagent) or made by hand.
 
-func readTestdata(t testing.TB, name string) []byte {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
-
-// fixtureState is the Claude Code session of testdata: eight messages, one subagent, one raw
+// fixtureState is the Claude Code session of test/fixtures: eight messages, one subagent, one raw
 // record, a working directory.
 func fixtureState(t testing.TB) conversation.State {
 	t.Helper()
-	s, err := conversation.ImportClaudeSession(readTestdata(t, "main-transcript.jsonl"),
-		conversation.ClaudeSubagentFile{AgentID: "a9b844f", Data: readTestdata(t, "subagent-transcript.jsonl")})
+	s, err := conversation.ImportClaudeSession(fixtures.Read(t, fixtures.ClaudeMain),
+		conversation.ClaudeSubagentFile{AgentID: "a9b844f", Data: fixtures.Read(t, fixtures.ClaudeSubagent)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+	"github.com/parley-dev/parley/test/fixtures"
 )
 
 const bom = "\xef\xbb\xbf"
@@ -24,7 +25,7 @@ const (
 // TestParseSeed covers the choice of format; conversation.ParseJSONL and ImportClaudeJSONL
 // have their own tests of what each format accepts.
 func TestParseSeed(t *testing.T) {
-	claude := readTestdata(t, "main-transcript.jsonl")
+	claude := fixtures.Read(t, fixtures.ClaudeMain)
 	claudeLines := bytes.SplitAfter(claude, []byte("\n"))
 	tests := map[string]struct {
 		data   []byte
@@ -106,7 +107,7 @@ func TestParseSeed(t *testing.T) {
 // FuzzParseSeed: no input panics, and what parses as a neutral seed keeps the model's
 // invariants and survives the journal (records, then a view) unchanged.
 func FuzzParseSeed(f *testing.F) {
-	f.Add(readTestdata(f, "main-transcript.jsonl"), uint8(0))
+	f.Add(fixtures.Read(f, fixtures.ClaudeMain), uint8(0))
 	f.Add(lines(systemLine, userLine, assistantLine, resultLine), uint8(1))
 	f.Add([]byte(bom+userLine+"\r\n"), uint8(0))
 	f.Add(lines(`{"type":"summary","summary":"s"}`), uint8(2))

@@ -8,6 +8,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/parley-dev/parley/pkg/conversation/tokens"
+	"github.com/parley-dev/parley/test/fixtures"
 	"github.com/parley-dev/parley/test/support/benchcpu"
 )
 
@@ -17,7 +18,7 @@ import (
 // fixture's lines repeated with fresh uuids, of about 1 and 10 MB; the counter's cache spares
 // the token counts of messages that did not change.
 func BenchmarkTranscriptRefresh(b *testing.B) {
-	base := fileLines(readTestdata(b, "main-transcript.jsonl"))
+	base := fileLines(fixtures.Read(b, fixtures.ClaudeMain))
 	for _, size := range []int{1 << 20, 10 << 20} {
 		b.Run(fmt.Sprintf("%dMB", size>>20), func(b *testing.B) {
 			h := newHistory(b)

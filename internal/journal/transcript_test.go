@@ -14,6 +14,7 @@ import (
 	"github.com/parley-dev/parley/pkg/conversation"
 	"github.com/parley-dev/parley/pkg/conversation/tokens"
 	"github.com/parley-dev/parley/pkg/history"
+	"github.com/parley-dev/parley/test/fixtures"
 )
 
 var received = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
@@ -127,8 +128,8 @@ func TestTranscriptRecordIDs(t *testing.T) {
 // subagent's lines between), comes back line for line, and the view's model is the model
 // of the same files imported whole: the transcript is the history.
 func TestTranscriptLinesAreTheHistory(t *testing.T) {
-	mainLines := fileLines(readTestdata(t, "main-transcript.jsonl"))
-	subLines := fileLines(readTestdata(t, "subagent-transcript.jsonl"))
+	mainLines := fileLines(fixtures.Read(t, fixtures.ClaudeMain))
+	subLines := fileLines(fixtures.Read(t, fixtures.ClaudeSubagent))
 	const subpath = "subagents/agent-a9b844f"
 	batches := [][]history.Record{
 		transcriptRecords(t, "", "b1", mainLines[:4]...),

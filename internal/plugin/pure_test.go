@@ -22,9 +22,10 @@ import (
 	parleyclient "github.com/parley-dev/parley/pkg/client"
 	"github.com/parley-dev/parley/pkg/conversation"
 	"github.com/parley-dev/parley/pkg/wire"
+	"github.com/parley-dev/parley/test/fixtures"
 )
 
-const claudeFixture = "testdata/claude/b1e7c2bd-68e9-4e0c-b2b1-e7ad59950ab0.jsonl"
+var claudeFixture = fixtures.Path(fixtures.ClaudeMain)
 
 func sourceSpec() *parleyv1alpha1.ConversationSpec {
 	return &parleyv1alpha1.ConversationSpec{
@@ -159,7 +160,7 @@ func TestDetectFormat(t *testing.T) {
 		want string
 	}{
 		"a Claude Code transcript":                   {read(claudeFixture), importClaude},
-		"an OpenCode export":                         {read("testdata/opencode/session.json"), importOpenCode},
+		"an OpenCode export":                         {read(fixtures.Path(fixtures.OpenCode)), importOpenCode},
 		"a Parley state":                             {[]byte("\n {\"schemaVersion\":\"1.1\",\"messages\":[]}"), importJSON},
 		"neutral JSONL":                              {[]byte("\xef\xbb\xbf\n{\"id\":\"m1\",\"role\":\"user\",\"blocks\":[]}\n"), importJSONL},
 		"a JSON object, one line, that is a message": {[]byte(`{"id":"m1","role":"user"}`), importJSONL},
@@ -204,7 +205,7 @@ func TestReadTranscript(t *testing.T) {
 		t.Fatalf("cut transcript: err %v, warnings %v, %d messages (want %d)", err, tr2.warnings, len(tr2.state.Messages), len(tr.state.Messages))
 	}
 
-	oc, err := readImportFile("testdata/opencode/session.json", importAuto, "")
+	oc, err := readImportFile(fixtures.Path(fixtures.OpenCode), importAuto, "")
 	if err != nil || oc.format != importOpenCode || len(oc.state.Messages) == 0 || len(oc.state.Source.Raw) == 0 {
 		t.Fatalf("opencode: %v", err)
 	}
@@ -337,7 +338,7 @@ func TestExportFormats(t *testing.T) {
 func TestImportPartsKeepTheRecordsOrder(t *testing.T) {
 	claude, err := readImportFile(claudeFixture, importClaude, "")
 	must(t, err)
-	oc, err := readImportFile("testdata/opencode/session.json", importOpenCode, "")
+	oc, err := readImportFile(fixtures.Path(fixtures.OpenCode), importOpenCode, "")
 	must(t, err)
 	// Records everywhere: before the first message, interleaved after messages, in a thread.
 	busy := claude.state

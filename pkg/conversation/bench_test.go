@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parley-dev/parley/test/fixtures"
 	"github.com/parley-dev/parley/test/support/benchcpu"
 )
 
@@ -14,7 +15,7 @@ import (
 // until the transcript holds at least size bytes.
 func bigClaudeTranscript(tb testing.TB, size int) []byte {
 	tb.Helper()
-	base := readFixture(tb, "claude-code/main-transcript.jsonl")
+	base := fixtures.Read(tb, fixtures.ClaudeMain)
 	ids := [][]byte{}
 	for _, re := range []string{`"uuid":"`, `"parentUuid":"`, `"id":"msg_`, `"id":"toolu_`, `"tool_use_id":"toolu_`} {
 		for rest := base; ; {

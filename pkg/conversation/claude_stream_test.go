@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+
+	"github.com/parley-dev/parley/test/fixtures"
 )
 
 // FuzzClaudeStream feeds SDK output, one message per line, to one ClaudeStream: every line
@@ -11,7 +13,7 @@ import (
 // may clash with an earlier one, e.g. an assistant message reusing a tool message's id); and
 // the state built keeps the model's invariants.
 func FuzzClaudeStream(f *testing.F) {
-	lines := nonEmptyLines(readFixture(f, "claude-code/raw-sdk-messages.jsonl"))
+	lines := nonEmptyLines(fixtures.Read(f, fixtures.ClaudeSDKMessages))
 	// A prompt; a streamed message start, block start and delta; a whole assistant message;
 	// the result (see compactSeed: small seeds keep a short fuzz run useful).
 	for _, r := range [][2]int{{0, 1}, {6, 9}, {21, 22}, {248, 249}} {

@@ -6,6 +6,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/parley-dev/parley/test/fixtures"
 )
 
 // compactSeed shrinks a fixture for a fuzz seed: the Go fuzzer minimises every new input it
@@ -50,7 +52,7 @@ func shorten(v any) any {
 }
 
 func TestCompactSeedKeepsMessages(t *testing.T) {
-	orig := readFixture(t, "claude-code/main-transcript.jsonl")
+	orig := fixtures.Read(t, fixtures.ClaudeMain)
 	seed := compactSeed(t, orig, 12)
 	s, err := ImportClaudeJSONL(seed)
 	if err != nil {

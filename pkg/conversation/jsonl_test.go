@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/parley-dev/parley/test/fixtures"
 )
 
 const bom = "\xef\xbb\xbf"
@@ -19,7 +21,7 @@ const (
 )
 
 func TestIsClaudeTranscript(t *testing.T) {
-	claude := readFixture(t, "claude-code/main-transcript.jsonl")
+	claude := fixtures.Read(t, fixtures.ClaudeMain)
 	tests := map[string]struct {
 		data []byte
 		want bool
@@ -92,7 +94,7 @@ func TestParseJSONL(t *testing.T) {
 		"a tool result in an assistant message": {
 			data: jsonlLines(`{"id":"x","role":"assistant","blocks":[{"type":"tool_result","toolUseId":"t"}]}`), wantErr: "line 1",
 		},
-		"a Claude transcript": {data: readFixture(t, "claude-code/main-transcript.jsonl"), wantErr: "line 1"},
+		"a Claude transcript": {data: fixtures.Read(t, fixtures.ClaudeMain), wantErr: "line 1"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

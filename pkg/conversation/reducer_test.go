@@ -9,6 +9,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/parley-dev/parley/test/fixtures"
 )
 
 func textBlock(id, text string) *Block { return &Block{Type: BlockText, ID: id, Text: text} }
@@ -230,7 +232,7 @@ func TestReduceForkDoesNotAlias(t *testing.T) {
 }
 
 func TestEventsReplayRebuildsImportedState(t *testing.T) {
-	openCode, err := ImportOpenCode(readFixture(t, "opencode/main-opencode-transcript.json"))
+	openCode, err := ImportOpenCode(fixtures.Read(t, fixtures.OpenCode))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +255,7 @@ func TestStreamMatchesTranscript(t *testing.T) {
 	stream := NewClaudeStream()
 	s := NewState(transcript.SessionID)
 	deltas := 0
-	for _, line := range nonEmptyLines(readFixture(t, "claude-code/raw-sdk-messages.jsonl")) {
+	for _, line := range nonEmptyLines(fixtures.Read(t, fixtures.ClaudeSDKMessages)) {
 		events, err := stream.Events(line)
 		if err != nil {
 			t.Fatal(err)
@@ -378,7 +380,7 @@ func TestApplyMatchesReduce(t *testing.T) {
 	transcript := importFixtureSession(t)
 	stream := NewClaudeStream()
 	var events []Event
-	for _, line := range nonEmptyLines(readFixture(t, "claude-code/raw-sdk-messages.jsonl")) {
+	for _, line := range nonEmptyLines(fixtures.Read(t, fixtures.ClaudeSDKMessages)) {
 		evs, err := stream.Events(line)
 		if err != nil {
 			t.Fatal(err)

@@ -12,6 +12,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/parley-dev/parley/test/fixtures"
 )
 
 // resumeMembers are what the Claude export adds to a line that lacks them, because the CLI
@@ -147,22 +149,25 @@ func checkLossless(t testing.TB, want map[string][][]byte, files []ExportedFile)
 
 func TestClaudeRoundTripIsLossless(t *testing.T) {
 	cases := map[string]struct {
-		main      string
-		subagents map[string]string
+		main      []byte
+		subagents map[string][]byte
 		// exact: a Claude Code transcript, whose lines come back equal as JSON; otherwise
 		// (SDK output read as a transcript) resume members may be added.
 		exact bool
 	}{
-		"session":      {"claude-code/main-transcript.jsonl", map[string]string{"a9b844f": "claude-code/subagent-transcript.jsonl"}, true},
-		"shapes":       {"claude-code-shapes/main.jsonl", map[string]string{"b7f3c2d1": "claude-code-shapes/agent-b7f3c2d1.jsonl"}, true},
-		"sdk messages": {"claude-code/raw-sdk-messages.jsonl", nil, false},
+		"session": {fixtures.Read(t, fixtures.ClaudeMain), map[string][]byte{fixtures.ClaudeAgentID: fixtures.Read(t, fixtures.ClaudeSubagent)}, true},
+		"shapes": {
+			readFixture(t, "claude-code-shapes/main.jsonl"),
+			map[string][]byte{"b7f3c2d1": readFixture(t, "claude-code-shapes/agent-b7f3c2d1.jsonl")}, true,
+		},
+		"sdk messages": {fixtures.Read(t, fixtures.ClaudeSDKMessages), nil, false},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			main := readFixture(t, c.main)
+			main := c.main
 			subs := make([]ClaudeSubagentFile, 0, len(c.subagents))
 			for id, f := range c.subagents {
-				subs = append(subs, ClaudeSubagentFile{AgentID: id, Data: readFixture(t, f)})
+				subs = append(subs, ClaudeSubagentFile{AgentID: id, Data: f})
 			}
 			s, err := ImportClaudeSession(main, subs...)
 			if err != nil {
@@ -231,7 +236,7 @@ func TestExportClaudeFromASchema10Snapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !sameClaudeFiles(readFixture(t, "claude-code/main-transcript.jsonl"), files[0].Content) {
+	if !sameClaudeFiles(fixtures.Read(t, fixtures.ClaudeMain), files[0].Content) {
 		t.Error("main transcript differs from the file read")
 	}
 	back := reimportClaude(t, files)

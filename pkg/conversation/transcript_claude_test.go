@@ -10,6 +10,8 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/parley-dev/parley/test/fixtures"
 )
 
 func readFixture(t testing.TB, name string) []byte {
@@ -23,8 +25,8 @@ func readFixture(t testing.TB, name string) []byte {
 
 func importFixtureSession(t testing.TB) State {
 	t.Helper()
-	s, err := ImportClaudeSession(readFixture(t, "claude-code/main-transcript.jsonl"),
-		ClaudeSubagentFile{AgentID: "a9b844f", Data: readFixture(t, "claude-code/subagent-transcript.jsonl")})
+	s, err := ImportClaudeSession(fixtures.Read(t, fixtures.ClaudeMain),
+		ClaudeSubagentFile{AgentID: "a9b844f", Data: fixtures.Read(t, fixtures.ClaudeSubagent)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +145,7 @@ func TestExportClaudeReproducesFixtures(t *testing.T) {
 		t.Errorf("subagent path %s", files[1].Path)
 	}
 	// The main transcript has a linear chain: every line comes back equal as JSON.
-	orig := nonEmptyLines(readFixture(t, "claude-code/main-transcript.jsonl"))
+	orig := nonEmptyLines(fixtures.Read(t, fixtures.ClaudeMain))
 	got := nonEmptyLines(files[0].Content)
 	if len(orig) != len(got) {
 		t.Fatalf("%d lines, want %d", len(got), len(orig))

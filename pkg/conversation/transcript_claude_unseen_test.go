@@ -12,6 +12,8 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/parley-dev/parley/test/fixtures"
 )
 
 // unseenVariant rewrites a real transcript the way a newer Claude Code might: members in
@@ -23,7 +25,7 @@ func unseenVariant(t *testing.T, seed uint64) ([]byte, []string) {
 	rng := rand.New(rand.NewPCG(seed, seed))
 	var out bytes.Buffer
 	var uuids []string
-	for i, line := range nonEmptyLines(readFixture(t, "claude-code/main-transcript.jsonl")) {
+	for i, line := range nonEmptyLines(fixtures.Read(t, fixtures.ClaudeMain)) {
 		members := make([]member, 0, 16)
 		if _, err := rewriteObject(line, func(name string, v jsontext.Value) (jsontext.Value, error) {
 			switch name {
@@ -209,8 +211,8 @@ func TestExportClaudeNeedsSessionID(t *testing.T) {
 func FuzzImportClaudeJSONL(f *testing.F) {
 	// One or two fixture lines per seed: a queue operation, a prompt, two lines of one
 	// message, a tool result naming its subagent, a subagent line.
-	main := nonEmptyLines(readFixture(f, "claude-code/main-transcript.jsonl"))
-	sub := nonEmptyLines(readFixture(f, "claude-code/subagent-transcript.jsonl"))
+	main := nonEmptyLines(fixtures.Read(f, fixtures.ClaudeMain))
+	sub := nonEmptyLines(fixtures.Read(f, fixtures.ClaudeSubagent))
 	for _, lines := range [][][]byte{main[0:1], main[1:2], main[2:4], main[7:8], sub[0:1]} {
 		f.Add(compactSeed(f, bytes.Join(lines, []byte("\n")), 2))
 	}

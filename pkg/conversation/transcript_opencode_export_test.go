@@ -8,11 +8,13 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/parley-dev/parley/test/fixtures"
 )
 
 func importOpenCodeFixture(t *testing.T) (State, []byte) {
 	t.Helper()
-	data := readFixture(t, "opencode/main-opencode-transcript.json")
+	data := fixtures.Read(t, fixtures.OpenCode)
 	s, err := ImportOpenCode(data)
 	if err != nil {
 		t.Fatal(err)

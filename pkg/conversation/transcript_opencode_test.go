@@ -7,10 +7,12 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/parley-dev/parley/test/fixtures"
 )
 
 func TestImportOpenCode(t *testing.T) {
-	s, err := ImportOpenCode(readFixture(t, "opencode/main-opencode-transcript.json"))
+	s, err := ImportOpenCode(fixtures.Read(t, fixtures.OpenCode))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +104,7 @@ func FuzzImportOpenCode(f *testing.F) {
 		Info     jsontext.Value   `json:"info"`
 		Messages []jsontext.Value `json:"messages"`
 	}
-	if err := json.Unmarshal(readFixture(f, "opencode/main-opencode-transcript.json"), &export); err != nil {
+	if err := json.Unmarshal(fixtures.Read(f, fixtures.OpenCode), &export); err != nil {
 		f.Fatal(err)
 	}
 	export.Messages = export.Messages[:2]

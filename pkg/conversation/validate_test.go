@@ -3,10 +3,12 @@ package conversation
 import (
 	"errors"
 	"testing"
+
+	"github.com/parley-dev/parley/test/fixtures"
 )
 
 func TestValidateFixtures(t *testing.T) {
-	openCode, err := ImportOpenCode(readFixture(t, "opencode/main-opencode-transcript.json"))
+	openCode, err := ImportOpenCode(fixtures.Read(t, fixtures.OpenCode))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,12 +23,14 @@ import (
 	"github.com/parley-dev/parley/internal/plugin"
 	"github.com/parley-dev/parley/internal/sessionapi"
 	"github.com/parley-dev/parley/pkg/conversation"
+	"github.com/parley-dev/parley/test/fixtures"
 )
 
-const (
-	claudeSession = "b1e7c2bd-68e9-4e0c-b2b1-e7ad59950ab0"
-	claudeFile    = "testdata/claude/" + claudeSession + ".jsonl"
-	openCodeFile  = "testdata/opencode/session.json"
+const claudeSession = fixtures.ClaudeSessionID
+
+var (
+	claudeFile   = fixtures.Path(fixtures.ClaudeMain)
+	openCodeFile = fixtures.Path(fixtures.OpenCode)
 )
 
 func text(s string) conversation.Block {
@@ -389,7 +391,7 @@ func TestImportAndExportClaude(t *testing.T) {
 	}
 	// Both files come back as they were read, line for line, compared as JSON: the messages,
 	// the line that is no message (carried by POST …/import), the session id, the chain.
-	for i, read := range []string{claudeFile, "testdata/claude/" + claudeSession + "/subagents/agent-a9b844f.jsonl"} {
+	for i, read := range []string{claudeFile, fixtures.Path(fixtures.ClaudeSubagent)} {
 		if diff := cmp.Diff(jsonLines(t, read), jsonLines(t, written[i])); diff != "" {
 			t.Errorf("%s differs from its export (-read +exported):\n%s", read, diff)
 		}

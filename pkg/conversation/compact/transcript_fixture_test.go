@@ -1,11 +1,11 @@
 package compact
 
 import (
-	"os"
 	"testing"
 
 	"github.com/parley-dev/parley/pkg/conversation"
 	"github.com/parley-dev/parley/pkg/conversation/tokens"
+	"github.com/parley-dev/parley/test/fixtures"
 )
 
 // checkConvertible makes sure a compacted state still renders for each provider and exports
@@ -29,19 +29,15 @@ func checkConvertible(t *testing.T, strategy Strategy, s *conversation.State) {
 // still converts to the OpenAI and Anthropic formats and exports to Claude JSONL.
 func TestStrategiesOnRealTranscripts(t *testing.T) {
 	imports := map[string]func([]byte) (conversation.State, error){
-		"testdata/claude-main-transcript.jsonl": conversation.ImportClaudeJSONL,
-		"testdata/opencode-transcript.json":     conversation.ImportOpenCode,
+		fixtures.ClaudeMain: conversation.ImportClaudeJSONL,
+		fixtures.OpenCode:   conversation.ImportOpenCode,
 	}
 	counter, err := tokens.New(tokens.Cl100kBase)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for path, importer := range imports {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := importer(data)
+		s, err := importer(fixtures.Read(t, path))
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}

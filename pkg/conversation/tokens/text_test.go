@@ -4,6 +4,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/parley-dev/parley/test/fixtures"
 )
 
 func TestNewTextCounterNames(t *testing.T) {
@@ -107,7 +109,7 @@ func sampleTexts(tb testing.TB) map[string]string {
 	tb.Helper()
 	files := map[string]string{
 		"prose":      "testdata/prose.txt",
-		"transcript": "testdata/claude-sdk-messages.jsonl",
+		"transcript": fixtures.Path(fixtures.ClaudeSDKMessages),
 		"go source":  "testdata/go-source.txt",
 	}
 	out := map[string]string{}

@@ -1,21 +1,17 @@
 package tokens
 
 import (
-	"os"
 	"testing"
 
 	"github.com/parley-dev/parley/pkg/conversation"
+	"github.com/parley-dev/parley/test/fixtures"
 )
 
 // A real Claude Code transcript records, per assistant message, the usage of the first
 // streamed chunk (output_tokens 1 or 3 for answers of a hundred tokens and more) and,
 // sometimes, the final one. The counter must use the latter and ignore the former.
 func TestReportedUsageOnARealTranscript(t *testing.T) {
-	data, err := os.ReadFile("testdata/claude-main-transcript.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := conversation.ImportClaudeJSONL(data)
+	s, err := conversation.ImportClaudeJSONL(fixtures.Read(t, fixtures.ClaudeMain))
 	if err != nil {
 		t.Fatal(err)
 	}
