@@ -31,8 +31,9 @@ VERSITYGW ?= $(LOCALBIN)/s3/versitygw
 ## @anthropic-ai/claude-code): the newest 2.1.x and an older one users still run.
 CLAUDE_CODE_VERSIONS ?= 2.1.330 2.1.197
 CLAUDE_CODE ?= $(LOCALBIN)/claude-code
-## The Claude Agent SDK the TypeScript session store (clients/typescript) is built and tested
-## with, and the build-time packages that compile it.
+## The Claude Agent SDK session store (TypeScript, its compiled dist/ committed), and the
+## Claude Agent SDK it is built and tested with, with the build-time packages that compile it.
+SESSION_STORE ?= clients/claude-agent-sdk-session-store
 CLAUDE_AGENT_SDK_VERSION ?= 0.3.330
 CLAUDE_AGENT_SDK_BUILD ?= typescript@7.0.2 @types/node@20.19.43
 CLAUDE_AGENT_SDK ?= $(LOCALBIN)/claude-agent-sdk
@@ -236,10 +237,10 @@ claude-code: ## Install the Claude Code CLI releases of CLAUDE_CODE_VERSIONS wit
 claude-agent-sdk: ## Install the Claude Agent SDK and TypeScript with npm (cached outside the clone).
 	@hack/claude-agent-sdk.sh $(CLAUDE_AGENT_SDK) $(CLAUDE_AGENT_SDK_VERSION) $(CLAUDE_AGENT_SDK_BUILD) >/dev/null
 
-.PHONY: typescript-client
-typescript-client: claude-agent-sdk ## Compile clients/typescript/src into its committed dist/ with the pinned TypeScript.
-	ln -sfn $(CLAUDE_AGENT_SDK)/node_modules clients/typescript/node_modules
-	cd clients/typescript && node node_modules/typescript/bin/tsc -p .
+.PHONY: session-store
+session-store: claude-agent-sdk ## Compile the Claude Agent SDK session store (SESSION_STORE/src) into its committed dist/ with the pinned TypeScript.
+	ln -sfn $(CLAUDE_AGENT_SDK)/node_modules $(SESSION_STORE)/node_modules
+	cd $(SESSION_STORE) && node node_modules/typescript/bin/tsc -p .
 
 .PHONY: agent-frameworks
 agent-frameworks: ## Install the OpenAI Agents SDK, LangGraph and TypeScript with npm (cached outside the clone).

@@ -3,7 +3,7 @@
 # Installs the agent frameworks the TypeScript Session API client and its adapters are built
 # and tested with (the OpenAI Agents SDK, LangGraph and its checkpoint conformance suite, the
 # pinned TypeScript) into a cache outside the clone, once per set of packages, and links LINK
-# to that folder (it holds node_modules/). The adapter suite (internal/controller/envtest)
+# to that folder (it holds node_modules/). The adapter suite (test/clients)
 # compiles the packages under clients/ with it and runs their tests against a live Session API.
 #
 # When they cannot be installed (no node or npm, no registry), the reason is written to

@@ -4,7 +4,7 @@
 # native `claude` binary ships inside the registry package
 # @anthropic-ai/claude-agent-sdk-<platform>) and the build-time PACKAGEs (typescript, @types/node)
 # into a cache outside the clone, once, and links LINK to that folder (it holds node_modules/).
-# The TypeScript session store test (internal/controller/envtest) compiles clients/typescript
+# The TypeScript session store test (test/clients) compiles clients/claude-agent-sdk-session-store
 # with it and runs the real SDK against a live Session API.
 #
 # When it cannot be installed (no node or npm, no registry), the reason is written to

@@ -12,7 +12,7 @@ import (
 	"github.com/parley-dev/parley/pkg/wire"
 )
 
-// The agent's own transcript (Claude Agent SDK SessionStore, clients/typescript): lines
+// The agent's own transcript (Claude Agent SDK SessionStore, clients/claude-agent-sdk-session-store): lines
 // stored byte for byte as journal transcript records, which the conversation's view imports
 // into its messages, so the history and the transcript are one.
 

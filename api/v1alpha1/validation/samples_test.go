@@ -1,4 +1,4 @@
-package envtest
+package validation
 
 import (
 	"os"

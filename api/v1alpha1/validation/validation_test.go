@@ -1,4 +1,4 @@
-package envtest
+package validation
 
 import (
 	"fmt"
@@ -15,6 +15,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/parley-dev/parley/test/support/repopath"
@@ -256,7 +257,7 @@ forkFrom: {checkpoint: before-refactor}`))
 			return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 				fresh := &unstructured.Unstructured{}
 				fresh.SetGroupVersionKind(obj.GroupVersionKind())
-				Expect(k8sClient.Get(ctx, clientKey(obj), fresh)).To(Succeed())
+				Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(obj), fresh)).To(Succeed())
 				mutate(fresh.Object["spec"].(map[string]any))
 				return k8sClient.Update(ctx, fresh)
 			})

@@ -1,11 +1,12 @@
 // Checks ParleySessionStore (../dist) with the real Claude Agent SDK against a live Session
-// API. Run by the Go envtest suite (internal/controller/envtest/sessionstore_test.go), which
+// API. Run by the Go envtest suite of the clients (test/clients/session_store_test.go), which
 // sets:
 //   PARLEY_API_URL, PARLEY_NAMESPACE, PARLEY_CONVERSATION, PARLEY_SESSION_ID, PARLEY_TOKEN_FILE
 //       the resume conversation, as an agent pod sees it (the store is built with no options);
 //   PARLEY_CHECK_CONTRACT, PARLEY_CHECK_IMPORT, PARLEY_CHECK_TOKEN
 //       two more conversations of the namespace and a token that may use them;
-//   PARLEY_CHECK_TESTDATA (the fixture transcripts), PARLEY_CHECK_DIR (a scratch folder).
+//   PARLEY_CHECK_MAIN_TRANSCRIPT, PARLEY_CHECK_SUBAGENT_TRANSCRIPT (a real Claude Code session's
+//       transcript and its subagent a9b844f's), PARLEY_CHECK_DIR (a scratch folder).
 // It prints "ok <check>" per check and exits non-zero at the first failure.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -18,7 +19,8 @@ import { items, startMessagesStub } from './messages-stub.mjs';
 
 const env = process.env;
 const scratch = env.PARLEY_CHECK_DIR;
-const testdata = env.PARLEY_CHECK_TESTDATA;
+const mainTranscript = env.PARLEY_CHECK_MAIN_TRANSCRIPT;
+const subagentTranscript = env.PARLEY_CHECK_SUBAGENT_TRANSCRIPT;
 const timings = {};
 
 async function check(name, fn) {
@@ -155,17 +157,17 @@ await check('a bad entry or subpath is refused (422 / 400) and changes nothing',
 // ---------------------------------------------------------------------------------------
 // importSessionToStore of a real Claude Code transcript (the fixture, with its subagent).
 
-const fixtureMain = jsonl(path.join(testdata, 'main-transcript.jsonl'));
-const fixtureSub = jsonl(path.join(testdata, 'subagent-transcript.jsonl'));
+const fixtureMain = jsonl(mainTranscript);
+const fixtureSub = jsonl(subagentTranscript);
 const fixtureSession = fixtureMain.find((l) => l.sessionId).sessionId;
 const imported = new ParleySessionStore({ conversation: env.PARLEY_CHECK_IMPORT, token: env.PARLEY_CHECK_TOKEN, sessionId: fixtureSession });
 
 await check('importSessionToStore copies a real transcript and its subagent, which load returns deep-equal', async () => {
   const config = dir('import-config');
   const project = dir('import-config', 'projects', '-workspace');
-  fs.copyFileSync(path.join(testdata, 'main-transcript.jsonl'), path.join(project, `${fixtureSession}.jsonl`));
+  fs.copyFileSync(mainTranscript, path.join(project, `${fixtureSession}.jsonl`));
   fs.mkdirSync(path.join(project, fixtureSession, 'subagents'), { recursive: true });
-  fs.copyFileSync(path.join(testdata, 'subagent-transcript.jsonl'), path.join(project, fixtureSession, 'subagents', 'agent-a9b844f.jsonl'));
+  fs.copyFileSync(subagentTranscript, path.join(project, fixtureSession, 'subagents', 'agent-a9b844f.jsonl'));
   process.env.CLAUDE_CONFIG_DIR = config;
   await importSessionToStore(fixtureSession, imported, { batchSize: 5 });
   delete process.env.CLAUDE_CONFIG_DIR;

@@ -1,7 +1,7 @@
 // Runs a real LangGraph graph with ParleyCheckpointSaver (../dist) against a live Session API:
 // a turn with a tool call, then a second turn from a new saver (a new process), which must
 // resume the thread from the Conversation alone. Run by the Go envtest suite
-// (internal/controller/envtest/agentclients_test.go), which sets PARLEY_API_URL,
+// (test/clients/agent_frameworks_test.go), which sets PARLEY_API_URL,
 // PARLEY_NAMESPACE, PARLEY_CHECK_TOKEN and creates the conversation lg-graph.
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';

@@ -1,7 +1,7 @@
 // The CheckpointerTestInitializer that LangGraph's conformance suite
 // (@langchain/langgraph-checkpoint-validation, `validate-checkpointer`) runs against
 // ParleyCheckpointSaver (../dist). Run by the Go envtest suite
-// (internal/controller/envtest/agentclients_test.go), which sets PARLEY_API_URL,
+// (test/clients/agent_frameworks_test.go), which sets PARLEY_API_URL,
 // PARLEY_NAMESPACE, PARLEY_CHECK_TOKEN (a token that may read, append and reset) and
 // PARLEY_CHECK_PROVISION, a URL that creates a Conversation (?name=) and answers once its
 // history is available.

@@ -1,6 +1,6 @@
 // Tests ParleySession (../dist) with the real OpenAI Agents SDK against a live Session API.
 // Run with `node --test` by the Go envtest suite
-// (internal/controller/envtest/agentclients_test.go), which sets PARLEY_API_URL,
+// (test/clients/agent_frameworks_test.go), which sets PARLEY_API_URL,
 // PARLEY_NAMESPACE, PARLEY_CHECK_TOKEN (a token that may read, append and reset) and creates
 // the conversations oa-roundtrip, oa-limits, oa-pop, oa-foreign and oa-run in the namespace.
 import assert from 'node:assert/strict';

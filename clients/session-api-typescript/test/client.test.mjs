@@ -1,5 +1,5 @@
 // Tests ParleyClient (../dist) against a live Session API. Run with `node --test` by the Go
-// envtest suite (internal/controller/envtest/agentclients_test.go), which sets:
+// envtest suite (test/clients/agent_frameworks_test.go), which sets:
 //   PARLEY_API_URL, PARLEY_NAMESPACE, PARLEY_CONVERSATION, PARLEY_TOKEN_FILE
 //       a conversation as its agent pod sees it (a pod-bound token in a file);
 //   PARLEY_CHECK_RESET, PARLEY_CHECK_TOKEN

@@ -19,20 +19,6 @@ import (
 	"github.com/parley-dev/parley/internal/metrics"
 )
 
-func newConversation(spec parleyv1alpha1.ConversationSpec) *parleyv1alpha1.Conversation {
-	if spec.History.ConfigMap == nil && spec.History.ObjectStore == nil {
-		spec.History.ConfigMap = &parleyv1alpha1.ConfigMapHistory{}
-	}
-	return &parleyv1alpha1.Conversation{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "conv-", Namespace: "default"},
-		Spec:       spec,
-	}
-}
-
-func fetch(obj client.Object) func(g Gomega) {
-	return func(g Gomega) { g.Expect(k8sClient.Get(ctx, clientKey(obj), obj)).To(Succeed()) }
-}
-
 var _ = Describe("Conversation controller on a real apiserver", func() {
 	It("mints a UUID v4 session, computes expiresAt from the ttl and marks the session Active", func() {
 		conv := newConversation(parleyv1alpha1.ConversationSpec{

@@ -5,17 +5,14 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,11 +23,12 @@ import (
 	"github.com/parley-dev/parley/internal/journal"
 	"github.com/parley-dev/parley/pkg/conversation"
 	"github.com/parley-dev/parley/pkg/history"
+	"github.com/parley-dev/parley/test/fixtures"
 )
 
-// seedConfigMap holds the Claude Code transcript of testdata as a seed.
+// seedConfigMap holds the Claude Code transcript of test/fixtures as a seed.
 func seedConfigMap(name string) (*corev1.ConfigMap, conversation.State) {
-	data, err := os.ReadFile(filepath.Join("testdata", "claude-seed.jsonl"))
+	data, err := os.ReadFile(fixtures.Path(fixtures.ClaudeMain))
 	Expect(err).NotTo(HaveOccurred())
 	state, format, err := journal.ParseSeed(data, parleyv1alpha1.SeedFormatAuto)
 	Expect(err).NotTo(HaveOccurred())
@@ -40,14 +38,6 @@ func seedConfigMap(name string) (*corev1.ConfigMap, conversation.State) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
 		Data:       map[string]string{"transcript.jsonl": string(data)},
 	}, state
-}
-
-func historyReady(conv *parleyv1alpha1.Conversation) func(g Gomega) {
-	return func(g Gomega) {
-		fetch(conv)(g)
-		g.Expect(meta.IsStatusConditionTrue(conv.Status.Conditions, parleyv1alpha1.ConditionHistoryAvailable)).To(BeTrue(),
-			"HistoryAvailable: %+v", meta.FindStatusCondition(conv.Status.Conditions, parleyv1alpha1.ConditionHistoryAvailable))
-	}
 }
 
 // historyUnavailable waits for HistoryAvailable=False with a reason.
@@ -70,31 +60,10 @@ func loadState(conv *parleyv1alpha1.Conversation) *journal.View {
 	return v
 }
 
-// eventReasons lists the reasons of the events regarding obj. The recorder sends
-// events in the background, so callers poll it with Eventually.
-func eventReasons(obj client.Object) []string {
-	evs := &eventsv1.EventList{}
-	Expect(k8sClient.List(ctx, evs, client.InNamespace(obj.GetNamespace()))).To(Succeed())
-	var reasons []string
-	for _, e := range evs.Items {
-		if e.Regarding.UID == obj.GetUID() {
-			reasons = append(reasons, e.Reason)
-		}
-	}
-	return reasons
-}
-
 func newCheckpoint(conv *parleyv1alpha1.Conversation, name string) *parleyv1alpha1.Checkpoint {
 	return &parleyv1alpha1.Checkpoint{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: conv.Namespace},
 		Spec:       parleyv1alpha1.CheckpointSpec{ConversationRef: parleyv1alpha1.ConversationReference{Name: conv.Name}},
-	}
-}
-
-func checkpointReady(ckpt *parleyv1alpha1.Checkpoint) func(g Gomega) {
-	return func(g Gomega) {
-		fetch(ckpt)(g)
-		g.Expect(ckpt.Status.Phase).To(Equal(parleyv1alpha1.CheckpointReady), "%+v", ckpt.Status.Conditions)
 	}
 }
 
@@ -393,7 +362,5 @@ func objectsUnder(prefix string) []string {
 	}
 	return keys
 }
-
-func randSuffix() string { return uuid.NewString()[:8] }
 
 func ptrTo[T any](v T) *T { return &v }

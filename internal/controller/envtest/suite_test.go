@@ -1,13 +1,13 @@
 // Package envtest runs the controllers against a real kube-apiserver and etcd (envtest) and a
 // real S3-compatible server (versitygw) on 127.0.0.1, so schema validation, CEL rules,
 // defaulting, the status subresource, conflicts and conditional writes are the servers' own.
-// The pure decisions are tested without either in package controller.
+// The pure decisions are tested without either in package controller; the Session API's specs
+// are in internal/sessionapi/envtest, the clients' in test/clients, admission's in
+// api/v1alpha1/validation.
 package envtest
 
 import (
 	"context"
-	"net/http/httptest"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,50 +17,31 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
-	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
-	"github.com/parley-dev/parley/internal/compaction"
-	"github.com/parley-dev/parley/internal/controller"
-	"github.com/parley-dev/parley/internal/eventsink"
 	"github.com/parley-dev/parley/internal/historystore"
-	"github.com/parley-dev/parley/internal/journal"
-	"github.com/parley-dev/parley/internal/session"
-	"github.com/parley-dev/parley/internal/sessionapi"
 	"github.com/parley-dev/parley/pkg/history/s3"
-	"github.com/parley-dev/parley/test/support/kubeenv"
-	"github.com/parley-dev/parley/test/support/repopath"
+	"github.com/parley-dev/parley/test/support/operatorenv"
 	"github.com/parley-dev/parley/test/support/s3server"
 )
 
 var (
-	// agentCA is the Session API CA the controller hands agents in their bundles.
-	agentCA   []byte
+	env *operatorenv.Env
+	// The parts of env the specs use.
 	ctx       context.Context
-	cancel    context.CancelFunc
-	testEnv   *crenvtest.Environment
-	cfg       *rest.Config
 	k8sClient client.Client
-	repoRoot  string
 	s3srv     *s3server.Server
 	stores    *historystore.Stores
-	compactor *compaction.Runner
-	// sessionURL is the Session API of the suite, served from httptest; sessionReader is what it
-	// reads Conversations through (the manager's cache, which may lag k8sClient's writes).
-	sessionURL    string
-	sessionReader client.Reader
+	// agentCA is the Session API CA the controller hands agents in their bundles.
+	agentCA []byte
 	// reconciles counts Conversation reconciles per object.
 	reconciles sync.Map
 	// testBucket holds every objectStore history of the suite.
-	testBucket = "parley-envtest"
+	testBucket = operatorenv.Bucket
 )
 
 func TestControllers(t *testing.T) {
@@ -72,108 +53,20 @@ func TestControllers(t *testing.T) {
 
 var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	ctx, cancel = context.WithCancel(context.TODO())
-
-	Expect(parleyv1alpha1.AddToScheme(scheme.Scheme)).To(Succeed())
-
 	var err error
-	repoRoot, err = repopath.Root()
-	Expect(err).NotTo(HaveOccurred())
-	assets, err := kubeenv.AssetsDir()
-	Expect(err).NotTo(HaveOccurred())
-
-	testEnv = &crenvtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(repoRoot, "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-		BinaryAssetsDirectory: assets,
-	}
-	cfg, err = testEnv.Start()
-	Expect(err).NotTo(HaveOccurred())
-	cfg.QPS, cfg.Burst = 500, 1000
-
-	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme.Scheme})
-	Expect(err).NotTo(HaveOccurred())
-
-	s3srv, err = s3server.Start(s3server.Options{})
-	Expect(err).NotTo(HaveOccurred())
-	Expect(s3.EnsureBucket(ctx, s3.Config{
-		Endpoint: s3srv.Endpoint, Bucket: testBucket, Insecure: true,
-		Addressing: s3.AddressingPath, AccessKeyID: s3srv.AccessKey, SecretAccessKey: s3srv.SecretKey,
-	})).To(Succeed())
-
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:  scheme.Scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache:   controller.CacheOptions(),
-	})
-	Expect(err).NotTo(HaveOccurred())
-	// The ConfigMap histories' own client reads the apiserver, not the cache, as in cmd/manager.
-	stores = &historystore.Stores{ConfigMaps: k8sClient, Secrets: mgr.GetAPIReader(), SecretTTL: time.Second}
-	Expect(mgr.Add(stores)).To(Succeed())
-	// As cmd/manager does: this replica runs the controller, so the Session API hands its
-	// activity to the reconcile instead of patching status itself.
-	activity := &session.Activity{Client: k8sClient, Local: mgr.Elected()}
-	sessions := &session.Sessions{Stores: stores, Views: &journal.Views{}, Activity: activity}
-	// Short backoffs so a failing summarizer is retried within a spec's patience.
-	compactor = &compaction.Runner{
-		Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Sessions: sessions, Clock: clock.RealClock{},
-		InitialBackoff: 300 * time.Millisecond, MaxBackoff: 2 * time.Second, SummarizerTimeout: 5 * time.Second,
-	}
-	Expect(mgr.Add(compactor)).To(Succeed())
-	Expect(controller.SetupIndexes(ctx, mgr)).To(Succeed())
-	agentCA, _, err = sessionapi.NewCA(time.Now(), []string{"localhost"})
-	Expect(err).NotTo(HaveOccurred())
-	// Events as cmd/manager sends them (protobuf, bounded), so the specs that read them check that path.
-	eventBroadcaster, err := eventsink.Start(ctx, cfg, mgr.GetHTTPClient(), eventsink.DefaultInFlight)
-	Expect(err).NotTo(HaveOccurred())
-	Expect((&controller.ConversationReconciler{
-		Client:                  mgr.GetClient(),
-		APIReader:               mgr.GetAPIReader(),
-		Scheme:                  mgr.GetScheme(),
-		Recorder:                eventBroadcaster.NewRecorder(mgr.GetScheme(), "parley-conversation"),
-		Sessions:                sessions,
-		Compactor:               compactor,
-		Activity:                activity,
-		Clock:                   clock.RealClock{},
-		MaxConcurrentReconciles: 4,
-		AgentAPIURL:             "https://parley-session-api.parley-system.svc:8082",
-		AgentCA:                 func() []byte { return agentCA },
-		NodeLostGrace:           3 * time.Second,
+	env, err = operatorenv.Start(operatorenv.Options{
 		Observe: func(req ctrl.Request) {
 			n, _ := reconciles.LoadOrStore(req.NamespacedName, new(atomic.Int64))
 			n.(*atomic.Int64).Add(1)
 		},
-	}).SetupWithManager(mgr)).To(Succeed())
-	Expect((&controller.CheckpointReconciler{
-		Client:   mgr.GetClient(),
-		Scheme:   mgr.GetScheme(),
-		Recorder: eventBroadcaster.NewRecorder(mgr.GetScheme(), "parley-checkpoint"),
-		Sessions: sessions,
-	}).SetupWithManager(mgr)).To(Succeed())
-
-	Expect(mgr.Add(activity)).To(Succeed())
-	sessionReader = mgr.GetClient()
-	api := &sessionapi.Server{
-		Reader: sessionReader, Writer: k8sClient, Sessions: sessions,
-		Auth: &sessionapi.Authorizer{Client: k8sClient, TTL: time.Second},
-	}
-	srv := httptest.NewServer(api.Handler())
-	DeferCleanup(srv.Close)
-	sessionURL = srv.URL
-
-	go func() {
-		defer GinkgoRecover()
-		Expect(mgr.Start(ctx)).To(Succeed())
-	}()
+	})
+	Expect(err).NotTo(HaveOccurred())
+	ctx, k8sClient, s3srv, stores, agentCA = env.Ctx, env.Client, env.S3, env.Stores, env.AgentCA
 })
 
 var _ = AfterSuite(func() {
-	cancel()
-	if s3srv != nil {
-		s3srv.Stop()
-	}
-	if testEnv != nil {
-		Expect(testEnv.Stop()).To(Succeed())
+	if env != nil {
+		Expect(env.Stop()).To(Succeed())
 	}
 })
 
@@ -187,6 +80,19 @@ func reconcileCount(obj client.Object) int64 {
 }
 
 func clientKey(obj client.Object) client.ObjectKey { return client.ObjectKeyFromObject(obj) }
+
+// The helpers the controller's specs share with the Session API's and the clients'.
+var (
+	newConversation = operatorenv.NewConversation
+	randSuffix      = operatorenv.RandSuffix
+)
+
+func fetch(obj client.Object) func(g Gomega)                        { return env.Fetch(obj) }
+func historyReady(conv *parleyv1alpha1.Conversation) func(g Gomega) { return env.HistoryReady(conv) }
+func checkpointReady(ckpt *parleyv1alpha1.Checkpoint) func(g Gomega) {
+	return env.CheckpointReady(ckpt)
+}
+func eventReasons(obj client.Object) []string { return env.EventReasons(obj) }
 
 // s3Secret creates the credentials Secret of the suite's S3 server in a namespace.
 func s3Secret(namespace, name string) *corev1.Secret {

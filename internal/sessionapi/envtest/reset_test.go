@@ -13,24 +13,18 @@ import (
 	"github.com/parley-dev/parley/pkg/conversation"
 	"github.com/parley-dev/parley/pkg/history"
 	"github.com/parley-dev/parley/pkg/wire"
+	"github.com/parley-dev/parley/test/support/operatorenv"
 )
-
-// editorToken sets up a ServiceAccount allowed to read, write and reset conversations/history
-// in ns (what conversation-editor-role grants) and returns its token for audience parley.
-func editorToken(ns string) string {
-	grantHistory(ns, "editor", []string{"get", "create", "delete"})
-	return agentToken(ns, "editor", nil)
-}
 
 // resetFixture is a live conversation with three turns, the last waiting for its tool result.
 func resetFixture(ns string) (*parleyv1alpha1.Conversation, *parleyclient.Client) {
-	conv := liveConversation(ns, "conv")
-	agent, err := parleyclient.New(parleyclient.Options{URL: sessionURL, Token: agentToken(ns, "agent", agentPodOf(conv))})
+	conv := env.LiveConversation(ns, "conv")
+	agent, err := parleyclient.New(parleyclient.Options{URL: sessionURL, Token: env.AgentToken(ns, "agent", env.AgentPodOf(conv))})
 	Expect(err).NotTo(HaveOccurred())
 	_, err = agent.Append(ctx, ns, "conv", []conversation.Message{
-		textMessage("u1", "user", "one"), textMessage("a1", "assistant", "one"),
-		textMessage("u2", "user", "two"), textMessage("a2", "assistant", "two"),
-		textMessage("u3", "user", "three"),
+		operatorenv.TextMessage("u1", "user", "one"), operatorenv.TextMessage("a1", "assistant", "one"),
+		operatorenv.TextMessage("u2", "user", "two"), operatorenv.TextMessage("a2", "assistant", "two"),
+		operatorenv.TextMessage("u3", "user", "three"),
 		{ID: "a3", Role: conversation.RoleAssistant, Blocks: []conversation.Block{{Type: conversation.BlockToolUse, ToolUseID: "t1", ToolName: "search", Input: []byte(`{}`)}}},
 	})
 	Expect(err).NotTo(HaveOccurred())
@@ -39,8 +33,8 @@ func resetFixture(ns string) (*parleyv1alpha1.Conversation, *parleyclient.Client
 
 // snapshotOf reads a Ready Checkpoint's snapshot back from the conversation's history.
 func snapshotOf(conv *parleyv1alpha1.Conversation, ckpt *parleyv1alpha1.Checkpoint) conversation.Snapshot {
-	fetch(conv)(Default)
-	h, err := stores.Open(ctx, conv, false)
+	env.Fetch(conv)(Default)
+	h, err := env.Stores.Open(ctx, conv, false)
 	Expect(err).NotTo(HaveOccurred())
 	raw, err := h.GetCheckpoint(ctx, history.Digest(ckpt.Status.Digest))
 	Expect(err).NotTo(HaveOccurred())
@@ -59,9 +53,9 @@ func messageIDs(ms []conversation.Message) []string {
 
 var _ = Describe("Session API reset", func() {
 	It("clears the history after a Reset Checkpoint holds all of it, a turn waiting for its tool included", func() {
-		ns := agentNamespace()
+		ns := env.AgentNamespace()
 		conv, agent := resetFixture(ns)
-		editor, err := parleyclient.New(parleyclient.Options{URL: sessionURL, Token: editorToken(ns)})
+		editor, err := parleyclient.New(parleyclient.Options{URL: sessionURL, Token: env.EditorToken(ns)})
 		Expect(err).NotTo(HaveOccurred())
 
 		res, err := editor.Reset(ctx, ns, "conv", wire.ResetRequest{})
@@ -91,24 +85,24 @@ var _ = Describe("Session API reset", func() {
 
 		By("status reports the new epoch and its counts, and an event says what happened")
 		Eventually(func(g Gomega) {
-			fetch(conv)(g)
+			env.Fetch(conv)(g)
 			g.Expect(conv.Status.History).NotTo(BeNil())
 			g.Expect(conv.Status.History.Epoch).To(Equal(int64(2)))
 			g.Expect(conv.Status.History.Messages).To(BeZero())
 			g.Expect(conv.Status.History.Turns).To(BeZero())
 		}).Should(Succeed())
-		Eventually(func() []string { return eventReasons(conv) }).Should(ContainElement(parleyv1alpha1.EventHistoryReset))
+		Eventually(func() []string { return env.EventReasons(conv) }).Should(ContainElement(parleyv1alpha1.EventHistoryReset))
 
 		By("the agent continues in the new epoch")
-		out, err := agent.Append(ctx, ns, "conv", []conversation.Message{textMessage("n1", "user", "again")})
+		out, err := agent.Append(ctx, ns, "conv", []conversation.Message{operatorenv.TextMessage("n1", "user", "again")})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(out.Epoch).To(Equal(uint64(2)))
 	})
 
 	It("keeps the system prompt when asked, answers a retry with the same id without clearing again, and a new id resets again", func() {
-		ns := agentNamespace()
+		ns := env.AgentNamespace()
 		conv, agent := resetFixture(ns)
-		editor, err := parleyclient.New(parleyclient.Options{URL: sessionURL, Token: editorToken(ns)})
+		editor, err := parleyclient.New(parleyclient.Options{URL: sessionURL, Token: env.EditorToken(ns)})
 		Expect(err).NotTo(HaveOccurred())
 
 		first, err := editor.Reset(ctx, ns, "conv", wire.ResetRequest{ID: "reset-1", KeepSystem: true})
@@ -120,7 +114,7 @@ var _ = Describe("Session API reset", func() {
 		Expect(st.State.System.Text()).To(Equal("agent conv"))
 
 		By("a message after the reset, then the same reset again: the same answer, nothing cleared")
-		_, err = agent.Append(ctx, ns, "conv", []conversation.Message{textMessage("n1", "user", "after the reset")})
+		_, err = agent.Append(ctx, ns, "conv", []conversation.Message{operatorenv.TextMessage("n1", "user", "after the reset")})
 		Expect(err).NotTo(HaveOccurred())
 		again, err := editor.Reset(ctx, ns, "conv", wire.ResetRequest{ID: "reset-1", KeepSystem: true})
 		Expect(err).NotTo(HaveOccurred())
@@ -161,11 +155,11 @@ var _ = Describe("Session API reset", func() {
 	})
 
 	It("refuses a caller without delete on conversations/history with 403 and changes nothing", func() {
-		ns := agentNamespace()
+		ns := env.AgentNamespace()
 		conv, agent := resetFixture(ns)
 		_, err := agent.Reset(ctx, ns, "conv", wire.ResetRequest{KeepSystem: true})
 		Expect(problemStatus(err)).To(Equal(403), "%v", err)
-		status, p, _ := rawCall(http.MethodPost, wire.ConversationPath(ns, "conv")+"/reset", agentToken(ns, "agent", nil), []byte(`{"keepSystem":true}`))
+		status, p, _ := rawCall(http.MethodPost, wire.ConversationPath(ns, "conv")+"/reset", env.AgentToken(ns, "agent", nil), []byte(`{"keepSystem":true}`))
 		Expect(status).To(Equal(403))
 		Expect(p.Type).To(Equal(wire.ProblemForbidden))
 		Expect(p.Detail).To(ContainSubstring("may not delete conversations/history"))
@@ -182,4 +176,4 @@ var _ = Describe("Session API reset", func() {
 })
 
 // editorTokenAgain mints another token of the editor ServiceAccount editorToken set up.
-func editorTokenAgain(ns string) string { return agentToken(ns, "editor", nil) }
+func editorTokenAgain(ns string) string { return env.AgentToken(ns, "editor", nil) }

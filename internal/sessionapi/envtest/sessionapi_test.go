@@ -7,9 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -19,88 +16,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 	"github.com/parley-dev/parley/internal/bundle"
-	"github.com/parley-dev/parley/internal/sessionapi"
 	parleyclient "github.com/parley-dev/parley/pkg/client"
 	"github.com/parley-dev/parley/pkg/conversation"
 	"github.com/parley-dev/parley/pkg/wire"
+	"github.com/parley-dev/parley/test/support/operatorenv"
 )
-
-// agentToken mints a token of ServiceAccount sa for audience parley with the TokenRequest API,
-// bound to a pod when pod is not nil (as the kubelet's projected volume does).
-func agentToken(namespace, sa string, pod *corev1.Pod) string {
-	tr := &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{Audiences: []string{wire.Audience}}}
-	if pod != nil {
-		tr.Spec.BoundObjectRef = &authnv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}
-	}
-	acct := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: sa}}
-	Expect(k8sClient.SubResource("token").Create(ctx, acct, tr)).To(Succeed())
-	return tr.Status.Token
-}
-
-// agentNamespace sets up a namespace with a ServiceAccount allowed to read and write
-// conversations/history, as config/rbac's agent role grants it.
-func agentNamespace() string {
-	ns := "api-" + randSuffix()
-	Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	Expect(k8sClient.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "stranger"}})).To(Succeed())
-	grantHistory(ns, "agent", []string{"get", "create"})
-	return ns
-}
-
-// grantHistory creates the ServiceAccount sa in ns and a Role bound to it (both named sa)
-// granting verbs on conversations/history: on every conversation of ns, or on those named.
-func grantHistory(ns, sa string, verbs []string, names ...string) {
-	Expect(k8sClient.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa}})).To(Succeed())
-	Expect(k8sClient.Create(ctx, &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa},
-		Rules: []rbacv1.PolicyRule{{
-			APIGroups: []string{"parley.dev"}, Resources: []string{"conversations/" + sessionapi.HistorySubresource},
-			ResourceNames: names, Verbs: verbs,
-		}},
-	})).To(Succeed())
-	Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: sa},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: sa}},
-	})).To(Succeed())
-}
-
-// liveConversation creates a Conversation in ns and waits until its history is available.
-func liveConversation(ns, name string) *parleyv1alpha1.Conversation {
-	conv := newConversation(parleyv1alpha1.ConversationSpec{SystemPrompt: &parleyv1alpha1.SystemPrompt{Text: "agent " + name}})
-	conv.Namespace, conv.GenerateName, conv.Name = ns, "", name
-	Expect(k8sClient.Create(ctx, conv)).To(Succeed())
-	Eventually(historyReady(conv)).Should(Succeed())
-	return conv
-}
-
-// agentPodOf creates a pod object (never scheduled here) and records it as conv's agent pod.
-func agentPodOf(conv *parleyv1alpha1.Conversation) *corev1.Pod {
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: conv.Namespace, Name: conv.Name + "-agent"},
-		Spec:       corev1.PodSpec{ServiceAccountName: "agent", Containers: []corev1.Container{{Name: "agent", Image: "agent:test"}}},
-	}
-	Expect(k8sClient.Create(ctx, pod)).To(Succeed())
-	patch := fmt.Appendf(nil, `{"status":{"agent":{"podName":%q}}}`, pod.Name)
-	Expect(k8sClient.Status().Patch(ctx, conv, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
-	// The Session API checks the pod binding against its cache: wait until it sees the pod.
-	Eventually(func(g Gomega) {
-		seen := &parleyv1alpha1.Conversation{}
-		g.Expect(sessionReader.Get(ctx, client.ObjectKeyFromObject(conv), seen)).To(Succeed())
-		g.Expect(seen.Status.Agent).NotTo(BeNil())
-		g.Expect(seen.Status.Agent.PodName).To(Equal(pod.Name))
-	}).Should(Succeed())
-	return pod
-}
-
-func textMessage(id, role, text string) conversation.Message {
-	return conversation.Message{ID: id, Role: conversation.Role(role), Blocks: []conversation.Block{{Type: conversation.BlockText, Text: text}}}
-}
 
 // rawCall sends a request and decodes a problem body when the status is not 2xx.
 func rawCall(method, path, token string, body []byte) (int, *wire.Problem, http.Header) {
@@ -134,12 +57,12 @@ func problemStatus(err error) int {
 
 var _ = Describe("Session API", func() {
 	It("authenticates with TokenReview, authorises with RBAC, and binds agent tokens to their conversation", func() {
-		ns := agentNamespace()
-		a := liveConversation(ns, "conv-a")
-		b := liveConversation(ns, "conv-b")
-		podA := agentPodOf(a)
-		agentPodOf(b)
-		tokenA := agentToken(ns, "agent", podA)
+		ns := env.AgentNamespace()
+		a := env.LiveConversation(ns, "conv-a")
+		b := env.LiveConversation(ns, "conv-b")
+		podA := env.AgentPodOf(a)
+		env.AgentPodOf(b)
+		tokenA := env.AgentToken(ns, "agent", podA)
 
 		apiA, err := parleyclient.New(parleyclient.Options{URL: sessionURL, Token: tokenA, Retries: -1})
 		Expect(err).NotTo(HaveOccurred())
@@ -157,13 +80,13 @@ var _ = Describe("Session API", func() {
 		Expect(status).To(Equal(401))
 
 		By("agent A appends to its own conversation")
-		resp, err := apiA.Append(ctx, ns, "conv-a", []conversation.Message{textMessage("u1", "user", "hello"), textMessage("a1", "assistant", "hi")})
+		resp, err := apiA.Append(ctx, ns, "conv-a", []conversation.Message{operatorenv.TextMessage("u1", "user", "hello"), operatorenv.TextMessage("a1", "assistant", "hi")})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(resp.Sequences).To(HaveLen(2))
 		Expect(resp.Sequences[1]).To(Equal(resp.Sequences[0] + 1))
 
 		By("agent A is refused conversation B: same namespace, same ServiceAccount")
-		_, err = apiA.Append(ctx, ns, "conv-b", []conversation.Message{textMessage("x", "user", "intrusion")})
+		_, err = apiA.Append(ctx, ns, "conv-b", []conversation.Message{operatorenv.TextMessage("x", "user", "intrusion")})
 		Expect(problemStatus(err)).To(Equal(403), "%v", err)
 		_, err = apiA.Messages(ctx, ns, "conv-b", 0, 0)
 		Expect(problemStatus(err)).To(Equal(403))
@@ -174,7 +97,7 @@ var _ = Describe("Session API", func() {
 		Expect(p.Detail).To(ContainSubstring("not the agent pod of conversation " + ns + "/conv-b"))
 
 		By("a ServiceAccount without the role: 403, and a missing conversation is not revealed")
-		stranger := agentToken(ns, "stranger", nil)
+		stranger := env.AgentToken(ns, "stranger", nil)
 		status, p, _ = rawCall(http.MethodGet, wire.ConversationPath(ns, "conv-a"), stranger, nil)
 		Expect(status).To(Equal(403))
 		Expect(p.Type).To(Equal(wire.ProblemForbidden))
@@ -182,8 +105,8 @@ var _ = Describe("Session API", func() {
 		Expect(status).To(Equal(403))
 
 		By("a Role naming one conversation (resourceNames) grants that one only")
-		grantHistory(ns, "named", []string{"get"}, "conv-a")
-		named := agentToken(ns, "named", nil)
+		env.GrantHistory(ns, "named", []string{"get"}, "conv-a")
+		named := env.AgentToken(ns, "named", nil)
 		status, _, _ = rawCall(http.MethodGet, wire.ConversationPath(ns, "conv-a"), named, nil)
 		Expect(status).To(Equal(200))
 		status, p, _ = rawCall(http.MethodGet, wire.ConversationPath(ns, "conv-b"), named, nil)
@@ -191,7 +114,7 @@ var _ = Describe("Session API", func() {
 		Expect(p.Type).To(Equal(wire.ProblemForbidden))
 
 		By("an unbound token with the role reads any conversation of the namespace, and gets 404 for a missing one")
-		unbound, err := parleyclient.New(parleyclient.Options{URL: sessionURL, Token: agentToken(ns, "agent", nil), Retries: -1})
+		unbound, err := parleyclient.New(parleyclient.Options{URL: sessionURL, Token: env.AgentToken(ns, "agent", nil), Retries: -1})
 		Expect(err).NotTo(HaveOccurred())
 		sum, err := unbound.Conversation(ctx, ns, "conv-a")
 		Expect(err).NotTo(HaveOccurred())
@@ -208,16 +131,16 @@ var _ = Describe("Session API", func() {
 	})
 
 	It("stores a batch sent three times once, refuses other content under a used id, and pages", func() {
-		ns := agentNamespace()
-		conv := liveConversation(ns, "conv")
-		pod := agentPodOf(conv)
-		api, err := parleyclient.New(parleyclient.Options{URL: sessionURL, Token: agentToken(ns, "agent", pod)})
+		ns := env.AgentNamespace()
+		conv := env.LiveConversation(ns, "conv")
+		pod := env.AgentPodOf(conv)
+		api, err := parleyclient.New(parleyclient.Options{URL: sessionURL, Token: env.AgentToken(ns, "agent", pod)})
 		Expect(err).NotTo(HaveOccurred())
 
 		batch := make([]conversation.Message, 0, 20)
 		for i := range 10 {
-			batch = append(batch, textMessage(fmt.Sprintf("u%d", i), "user", fmt.Sprintf("question %d", i)),
-				textMessage(fmt.Sprintf("a%d", i), "assistant", fmt.Sprintf("answer %d", i)))
+			batch = append(batch, operatorenv.TextMessage(fmt.Sprintf("u%d", i), "user", fmt.Sprintf("question %d", i)),
+				operatorenv.TextMessage(fmt.Sprintf("a%d", i), "assistant", fmt.Sprintf("answer %d", i)))
 		}
 		first, err := api.Append(ctx, ns, "conv", batch)
 		Expect(err).NotTo(HaveOccurred())
@@ -232,7 +155,7 @@ var _ = Describe("Session API", func() {
 		Expect(sum.Turns).To(Equal(10))
 
 		By("the same id with other content: 409")
-		_, err = api.Append(ctx, ns, "conv", []conversation.Message{textMessage("u3", "user", "edited question")})
+		_, err = api.Append(ctx, ns, "conv", []conversation.Message{operatorenv.TextMessage("u3", "user", "edited question")})
 		Expect(problemStatus(err)).To(Equal(409))
 
 		By("paging with after and limit")
@@ -257,16 +180,16 @@ var _ = Describe("Session API", func() {
 
 		By("status reports the appends and the activity, in batches")
 		Eventually(func(g Gomega) {
-			fetch(conv)(g)
+			env.Fetch(conv)(g)
 			g.Expect(conv.Status.History.Messages).To(Equal(int64(20)))
 			g.Expect(conv.Status.LastActivityTime).NotTo(BeNil())
 		}).WithTimeout(10 * time.Second).Should(Succeed())
 	})
 
 	It("answers bad requests with problem+json and applies nothing of them", func() {
-		ns := agentNamespace()
-		conv := liveConversation(ns, "conv")
-		token := agentToken(ns, "agent", agentPodOf(conv))
+		ns := env.AgentNamespace()
+		conv := env.LiveConversation(ns, "conv")
+		token := env.AgentToken(ns, "agent", env.AgentPodOf(conv))
 		path := wire.ConversationPath(ns, "conv") + "/messages"
 
 		By("a 5 MiB body: 413")
@@ -282,7 +205,7 @@ var _ = Describe("Session API", func() {
 
 		By("a batch whose second message is invalid: 422, and the first is not stored")
 		body, err := json.Marshal(wire.AppendRequest{Messages: []conversation.Message{
-			textMessage("ok1", "user", "fine"), {ID: "bad", Role: "narrator"},
+			operatorenv.TextMessage("ok1", "user", "fine"), {ID: "bad", Role: "narrator"},
 		}})
 		Expect(err).NotTo(HaveOccurred())
 		status, p, _ = rawCall(http.MethodPost, path, token, body)
@@ -299,9 +222,9 @@ var _ = Describe("Session API", func() {
 	})
 
 	It("stores events once, reports adapter state, creates checkpoints, streams new messages and requests compaction", func() {
-		ns := agentNamespace()
-		conv := liveConversation(ns, "conv")
-		api, err := parleyclient.New(parleyclient.Options{URL: sessionURL, Token: agentToken(ns, "agent", agentPodOf(conv))})
+		ns := env.AgentNamespace()
+		conv := env.LiveConversation(ns, "conv")
+		api, err := parleyclient.New(parleyclient.Options{URL: sessionURL, Token: env.AgentToken(ns, "agent", env.AgentPodOf(conv))})
 		Expect(err).NotTo(HaveOccurred())
 
 		By("reducer events: a streamed assistant message, stored once under its ids")
@@ -331,7 +254,7 @@ var _ = Describe("Session API", func() {
 			Type: conversation.AdapterClaudeAgentSDK, State: map[string]any{"sessionId": "sdk-session-1"},
 		})).To(Succeed())
 		Eventually(func(g Gomega) {
-			fetch(conv)(g)
+			env.Fetch(conv)(g)
 			g.Expect(conv.Status.AdapterState).NotTo(BeNil())
 			g.Expect(conv.Status.AdapterState.SessionID).To(Equal("sdk-session-1"))
 			g.Expect(conv.Status.AdapterState.Resumable).To(BeTrue())
@@ -357,7 +280,7 @@ var _ = Describe("Session API", func() {
 		Expect(name).To(Equal("from-api"))
 		ckpt := &parleyv1alpha1.Checkpoint{}
 		ckpt.Namespace, ckpt.Name = ns, name
-		Eventually(checkpointReady(ckpt)).Should(Succeed())
+		Eventually(env.CheckpointReady(ckpt)).Should(Succeed())
 		Expect(ckpt.Spec.Reason).To(Equal(parleyv1alpha1.CheckpointManual))
 		Expect(ckpt.Status.Messages).To(Equal(int64(1)))
 
@@ -372,7 +295,7 @@ var _ = Describe("Session API", func() {
 				return nil
 			})
 		}()
-		_, err = api.Append(ctx, ns, "conv", []conversation.Message{textMessage("f1", "user", "one"), textMessage("f2", "assistant", "two")})
+		_, err = api.Append(ctx, ns, "conv", []conversation.Message{operatorenv.TextMessage("f1", "user", "one"), operatorenv.TextMessage("f2", "assistant", "two")})
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(got).Should(Receive(Equal("f1")))
 		Eventually(got).Should(Receive(Equal("f2")))
@@ -380,34 +303,19 @@ var _ = Describe("Session API", func() {
 
 		By("compaction on demand: the request is recorded for the controller")
 		Expect(api.Compact(ctx, ns, "conv")).To(Succeed())
-		fetch(conv)(Default)
+		env.Fetch(conv)(Default)
 		Expect(conv.Annotations).To(HaveKey("parley.dev/compact-requested-at"))
 	})
 
-	It("serves the stdlib-only Python client (clients/python): append, retry, read, page, conflict, follow, reset", func() {
-		python, err := exec.LookPath("python3")
-		if err != nil {
-			Skip("python3 is not installed")
-		}
-		ns := agentNamespace()
-		conv := liveConversation(ns, "conv")
-		cmd := exec.CommandContext(ctx, python, filepath.Join(repoRoot, "clients", "python", "check_client.py"))
-		cmd.Env = append(os.Environ(), "PARLEY_API_URL="+sessionURL, "PARLEY_TOKEN="+agentToken(ns, "agent", agentPodOf(conv)),
-			"PARLEY_NS="+ns, "PARLEY_NAME="+conv.Name, "PARLEY_RESET_TOKEN="+editorToken(ns))
-		out, err := cmd.CombinedOutput()
-		Expect(err).NotTo(HaveOccurred(), "%s", out)
-		Expect(string(out)).To(ContainSubstring("reset (403 without delete, idempotent by id): ok"))
-	})
-
 	It("serves the resume bundle a new pod would mount, cut at the latest complete turn or at ?turn", func() {
-		ns := agentNamespace()
-		conv := liveConversation(ns, "conv")
-		pod := agentPodOf(conv)
-		api, err := parleyclient.New(parleyclient.Options{URL: sessionURL, Token: agentToken(ns, "agent", pod)})
+		ns := env.AgentNamespace()
+		conv := env.LiveConversation(ns, "conv")
+		pod := env.AgentPodOf(conv)
+		api, err := parleyclient.New(parleyclient.Options{URL: sessionURL, Token: env.AgentToken(ns, "agent", pod)})
 		Expect(err).NotTo(HaveOccurred())
 		_, err = api.Append(ctx, ns, "conv", []conversation.Message{
-			textMessage("u1", "user", "one"), textMessage("a1", "assistant", "one"),
-			textMessage("u2", "user", "two"), textMessage("a2", "assistant", "two"),
+			operatorenv.TextMessage("u1", "user", "one"), operatorenv.TextMessage("a1", "assistant", "one"),
+			operatorenv.TextMessage("u2", "user", "two"), operatorenv.TextMessage("a2", "assistant", "two"),
 			{ID: "u3", Role: conversation.RoleUser, Blocks: []conversation.Block{{Type: conversation.BlockText, Text: "three"}}},
 			{ID: "a3", Role: conversation.RoleAssistant, Blocks: []conversation.Block{{Type: conversation.BlockToolUse, ToolUseID: "t1", ToolName: "search", Input: []byte(`{}`)}}},
 		})
@@ -432,7 +340,7 @@ var _ = Describe("Session API", func() {
 
 		_, err = api.Resume(ctx, ns, "conv", 9)
 		Expect(problemStatus(err)).To(Equal(422))
-		status, p, _ := rawCall(http.MethodGet, wire.ConversationPath(ns, "conv")+"/resume?turn=-1", agentToken(ns, "agent", pod), nil)
+		status, p, _ := rawCall(http.MethodGet, wire.ConversationPath(ns, "conv")+"/resume?turn=-1", env.AgentToken(ns, "agent", pod), nil)
 		Expect(status).To(Equal(400))
 		Expect(p.Type).To(Equal(wire.ProblemMalformed))
 	})

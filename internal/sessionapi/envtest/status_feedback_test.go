@@ -12,6 +12,7 @@ import (
 	parleyclient "github.com/parley-dev/parley/pkg/client"
 	"github.com/parley-dev/parley/pkg/conversation"
 	"github.com/parley-dev/parley/pkg/history"
+	"github.com/parley-dev/parley/test/support/operatorenv"
 )
 
 // The leader summarises its own Session API's appends from the shared view without reading the
@@ -22,9 +23,9 @@ import (
 // TestViewHeadToTrust checks that the view is then not trusted.)
 var _ = Describe("Status feedback with appends on two replicas", func() {
 	It("counts another replica's appends between this replica's own", func() {
-		ns := agentNamespace()
-		conv := liveConversation(ns, "conv")
-		api, err := parleyclient.New(parleyclient.Options{URL: sessionURL, Token: agentToken(ns, "agent", agentPodOf(conv))})
+		ns := env.AgentNamespace()
+		conv := env.LiveConversation(ns, "conv")
+		api, err := parleyclient.New(parleyclient.Options{URL: sessionURL, Token: env.AgentToken(ns, "agent", env.AgentPodOf(conv))})
 		Expect(err).NotTo(HaveOccurred())
 		// The other replica: its own store handles, and activity it patches (it does not lead).
 		other := &historystore.Stores{ConfigMaps: k8sClient, Secrets: k8sClient}
@@ -34,7 +35,7 @@ var _ = Describe("Status feedback with appends on two replicas", func() {
 		statusShows := func() {
 			GinkgoHelper()
 			Eventually(func(g Gomega) {
-				fetch(conv)(g)
+				env.Fetch(conv)(g)
 				g.Expect(conv.Status.History).NotTo(BeNil())
 				g.Expect(conv.Status.History.Messages).To(Equal(int64(total)))
 			}).Should(Succeed())
@@ -42,18 +43,18 @@ var _ = Describe("Status feedback with appends on two replicas", func() {
 		for round := range 3 {
 			By(fmt.Sprintf("round %d: this replica appends, status follows from the view", round))
 			for i := range 4 {
-				_, err := api.Append(ctx, ns, "conv", []conversation.Message{textMessage(fmt.Sprintf("local-%d-%d", round, i), "user", "here")})
+				_, err := api.Append(ctx, ns, "conv", []conversation.Message{operatorenv.TextMessage(fmt.Sprintf("local-%d-%d", round, i), "user", "here")})
 				Expect(err).NotTo(HaveOccurred())
 				total++
 			}
 			statusShows()
 
 			By(fmt.Sprintf("round %d: the other replica appends and marks the conversation active", round))
-			fetch(conv)(Default)
+			env.Fetch(conv)(Default)
 			seen := conv.DeepCopy()
 			h, err := other.Open(ctx, seen, false)
 			Expect(err).NotTo(HaveOccurred())
-			m := textMessage(fmt.Sprintf("remote-%d", round), "user", "there")
+			m := operatorenv.TextMessage(fmt.Sprintf("remote-%d", round), "user", "there")
 			rec, err := journal.MessageRecord(&m)
 			Expect(err).NotTo(HaveOccurred())
 			_, err = h.Append(ctx, []history.Record{rec})
@@ -62,7 +63,7 @@ var _ = Describe("Status feedback with appends on two replicas", func() {
 			if round%2 == 1 {
 				// This replica appends again before the other's activity reaches status: its
 				// append lands after a gap in its view.
-				_, err = api.Append(ctx, ns, "conv", []conversation.Message{textMessage(fmt.Sprintf("local-%d-after", round), "user", "here")})
+				_, err = api.Append(ctx, ns, "conv", []conversation.Message{operatorenv.TextMessage(fmt.Sprintf("local-%d-after", round), "user", "here")})
 				Expect(err).NotTo(HaveOccurred())
 				total++
 			}

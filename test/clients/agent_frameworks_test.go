@@ -1,4 +1,4 @@
-package envtest
+package clients
 
 import (
 	"bytes"
@@ -38,7 +38,7 @@ var agentClientPackages = []string{"session-api-typescript", "openai-agents-sess
 func agentFrameworks() string {
 	dir := os.Getenv("PARLEY_AGENT_FRAMEWORKS")
 	if dir == "" {
-		dir = filepath.Join(repoRoot, "bin", "agent-frameworks")
+		dir = filepath.Join(env.RepoRoot, "bin", "agent-frameworks")
 	}
 	unavailable := func(format string, args ...any) {
 		msg := fmt.Sprintf(format, args...)
@@ -67,17 +67,17 @@ func agentFrameworks() string {
 func agentClientsWorkspace(frameworks string) string {
 	work := filepath.Join(GinkgoT().TempDir(), "clients")
 	for _, pkg := range agentClientPackages {
-		src := filepath.Join(repoRoot, "clients", pkg)
+		src := filepath.Join(env.RepoRoot, "clients", pkg)
 		Expect(os.CopyFS(filepath.Join(work, pkg), os.DirFS(src))).To(Succeed())
 		Expect(os.RemoveAll(filepath.Join(work, pkg, "dist"))).To(Succeed())
 	}
 	start := time.Now()
-	out, err := exec.CommandContext(ctx, filepath.Join(repoRoot, "hack", "agent-clients.sh"), frameworks, work).CombinedOutput()
+	out, err := exec.CommandContext(env.Ctx, filepath.Join(env.RepoRoot, "hack", "agent-clients.sh"), frameworks, work).CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), "compiling the agent clients:\n%s", out)
 	GinkgoWriter.Printf("tsc compiled the agent clients in %s\n", time.Since(start).Round(time.Millisecond))
 	for _, pkg := range agentClientPackages {
 		built := filepath.Join(work, pkg, "dist")
-		committed := filepath.Join(repoRoot, "clients", pkg, "dist")
+		committed := filepath.Join(env.RepoRoot, "clients", pkg, "dist")
 		Expect(sameTree(built, committed)).To(Succeed(), "clients/%s/dist is not what src/ compiles to: run make agent-clients and commit it", pkg)
 	}
 	return work
@@ -119,13 +119,13 @@ func sameTree(a, b string) error {
 	return nil
 }
 
-// runNode runs a node program in dir with env, and fails with its output unless it succeeds.
-func runNode(dir string, env []string, args ...string) string {
-	runCtx, cancel := context.WithTimeout(ctx, 8*time.Minute)
+// runNode runs a node program in dir with vars, and fails with its output unless it succeeds.
+func runNode(dir string, vars []string, args ...string) string {
+	runCtx, cancel := context.WithTimeout(env.Ctx, 8*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(runCtx, "node", args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(os.Environ(), vars...)
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	GinkgoWriter.Printf("node %s (%s):\n%s\n", strings.Join(args, " "), time.Since(start).Round(time.Millisecond), out)
@@ -136,13 +136,13 @@ func runNode(dir string, env []string, args ...string) string {
 // tlsProxy serves the suite's Session API behind TLS, with a certificate signed by a CA it
 // writes to a file; it returns the URL and that file.
 func tlsProxy() (string, string) {
-	certs, err := sessionapi.NewCertificates(ctx, sessionapi.CertificatesOptions{Hosts: []string{"127.0.0.1"}})
+	certs, err := sessionapi.NewCertificates(env.Ctx, sessionapi.CertificatesOptions{Hosts: []string{"127.0.0.1"}})
 	Expect(err).NotTo(HaveOccurred())
 	setup, caPEM := certs.TLS(), certs.TrustedCA()
-	target, err := url.Parse(sessionURL)
+	target, err := url.Parse(env.SessionURL)
 	Expect(err).NotTo(HaveOccurred())
 	srv := &http.Server{Handler: httputil.NewSingleHostReverseProxy(target), ReadHeaderTimeout: 10 * time.Second}
-	Expect(setup(ctx, srv)).To(Succeed())
+	Expect(setup(env.Ctx, srv)).To(Succeed())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	Expect(err).NotTo(HaveOccurred())
 	go func() { _ = srv.ServeTLS(ln, "", "") }()
@@ -158,7 +158,7 @@ func tlsProxy() (string, string) {
 func provisioner(ns string) string {
 	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer GinkgoRecover()
-		liveConversation(ns, r.URL.Query().Get("name"))
+		env.LiveConversation(ns, r.URL.Query().Get("name"))
 		w.WriteHeader(http.StatusNoContent)
 	})}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -174,9 +174,9 @@ func provisioner(ns string) string {
 
 // blockSummary lists a conversation's messages as role:block-type:text-or-tool.
 func blockSummary(ns, name, token string) []string {
-	api, err := parleyclient.New(parleyclient.Options{URL: sessionURL, Token: token})
+	api, err := parleyclient.New(parleyclient.Options{URL: env.SessionURL, Token: token})
 	Expect(err).NotTo(HaveOccurred())
-	page, err := api.Messages(ctx, ns, name, 0, 1000)
+	page, err := api.Messages(env.Ctx, ns, name, 0, 1000)
 	Expect(err).NotTo(HaveOccurred())
 	var out []string
 	for _, m := range page.Messages {
@@ -192,19 +192,19 @@ var _ = Describe("Agent framework adapters (clients/*, TypeScript)", Label("agen
 
 	BeforeAll(func() {
 		work = agentClientsWorkspace(agentFrameworks())
-		ns = agentNamespace()
-		grantHistory(ns, "resetter", []string{"get", "create", "delete"})
-		token = agentToken(ns, "resetter", nil)
+		ns = env.AgentNamespace()
+		env.GrantHistory(ns, "resetter", []string{"get", "create", "delete"})
+		token = env.AgentToken(ns, "resetter", nil)
 	})
 
 	It("the Session API client: token file, paging, idempotent retries, follow, reset, CA", func() {
-		conv := liveConversation(ns, "ts-client")
-		liveConversation(ns, "ts-reset")
+		conv := env.LiveConversation(ns, "ts-client")
+		env.LiveConversation(ns, "ts-reset")
 		tokenFile := filepath.Join(GinkgoT().TempDir(), "token")
-		Expect(os.WriteFile(tokenFile, []byte(agentToken(ns, "agent", agentPodOf(conv))), 0o600)).To(Succeed())
+		Expect(os.WriteFile(tokenFile, []byte(env.AgentToken(ns, "agent", env.AgentPodOf(conv))), 0o600)).To(Succeed())
 		tlsURL, caFile := tlsProxy()
 		runNode(filepath.Join(work, "session-api-typescript"), []string{
-			"PARLEY_API_URL=" + sessionURL, "PARLEY_NAMESPACE=" + ns, "PARLEY_CONVERSATION=" + conv.Name,
+			"PARLEY_API_URL=" + env.SessionURL, "PARLEY_NAMESPACE=" + ns, "PARLEY_CONVERSATION=" + conv.Name,
 			"PARLEY_TOKEN_FILE=" + tokenFile, "PARLEY_CHECK_RESET=ts-reset", "PARLEY_CHECK_TOKEN=" + token,
 			"PARLEY_CHECK_TLS_URL=" + tlsURL, "PARLEY_CHECK_CA_FILE=" + caFile,
 		}, "--test", "--test-reporter=spec", "test/")
@@ -212,46 +212,46 @@ var _ = Describe("Agent framework adapters (clients/*, TypeScript)", Label("agen
 
 	It("the OpenAI Agents SDK session: lossless items, order, limit, popItem, clearSession, a resumed run", func() {
 		for _, name := range []string{"oa-roundtrip", "oa-limits", "oa-pop", "oa-foreign", "oa-run"} {
-			liveConversation(ns, name)
+			env.LiveConversation(ns, name)
 		}
 		runNode(filepath.Join(work, "openai-agents-session"), []string{
-			"PARLEY_API_URL=" + sessionURL, "PARLEY_NAMESPACE=" + ns, "PARLEY_CHECK_TOKEN=" + token,
+			"PARLEY_API_URL=" + env.SessionURL, "PARLEY_NAMESPACE=" + ns, "PARLEY_CHECK_TOKEN=" + token,
 		}, "--test", "--test-reporter=spec", "test/")
 
 		// The items are the conversation's messages, in the neutral model.
 		Expect(containsInOrder(blockSummary(ns, "oa-run", token),
 			"user:text:weather in Paris?", "assistant:tool_use:weathercall_w", "tool:tool_result:18 °C in Paris",
 			"assistant:text:FIRST_ANSWER", "user:text:and tomorrow?", "assistant:text:SECOND_ANSWER")).To(Succeed())
-		api, err := parleyclient.New(parleyclient.Options{URL: sessionURL, Token: token})
+		api, err := parleyclient.New(parleyclient.Options{URL: env.SessionURL, Token: token})
 		Expect(err).NotTo(HaveOccurred())
-		page, err := api.Messages(ctx, ns, "oa-roundtrip", 0, 1000)
+		page, err := api.Messages(env.Ctx, ns, "oa-roundtrip", 0, 1000)
 		Expect(err).NotTo(HaveOccurred())
 		for _, m := range page.Messages {
 			Expect(m.Source.Kind).To(Equal("openai-responses"))
 		}
-		bundle, err := api.Resume(ctx, ns, "oa-run", 0)
+		bundle, err := api.Resume(env.Ctx, ns, "oa-run", 0)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(bundle.Files["messages.openai.json"]).To(ContainSubstring("SECOND_ANSWER"))
 	})
 
 	It("the LangGraph checkpoint saver: LangGraph's conformance suite, and a graph resumed by a new saver", func() {
 		dir := filepath.Join(work, "langgraph-checkpoint-saver")
-		env := []string{"PARLEY_API_URL=" + sessionURL, "PARLEY_NAMESPACE=" + ns, "PARLEY_CHECK_TOKEN=" + token, "PARLEY_CHECK_PROVISION=" + provisioner(ns), "NO_COLOR=1"}
+		vars := []string{"PARLEY_API_URL=" + env.SessionURL, "PARLEY_NAMESPACE=" + ns, "PARLEY_CHECK_TOKEN=" + token, "PARLEY_CHECK_PROVISION=" + provisioner(ns), "NO_COLOR=1"}
 		// The suite validate-checkpointer runs, through the package's own entry point (see
 		// test/conformance.test.mjs), on vitest as the CLI runs it.
-		out := runNode(dir, env, filepath.Join(work, "node_modules", "vitest", "vitest.mjs"), "run", "--globals", "test/conformance.test.mjs")
+		out := runNode(dir, vars, filepath.Join(work, "node_modules", "vitest", "vitest.mjs"), "run", "--globals", "test/conformance.test.mjs")
 		Expect(out).To(MatchRegexp(`Tests\s+\d+ passed`))
 		Expect(out).NotTo(MatchRegexp(`Tests\s+.*\d+ (failed|skipped)`))
 
-		liveConversation(ns, "lg-graph")
-		runNode(dir, env, "--test", "--test-reporter=spec", "test/graph.test.mjs")
+		env.LiveConversation(ns, "lg-graph")
+		runNode(dir, vars, "--test", "--test-reporter=spec", "test/graph.test.mjs")
 		// The graph's messages are the conversation's messages: what kubectl parley history shows.
 		Expect(containsInOrder(blockSummary(ns, "lg-graph", token),
 			"user:text:weather in Paris?", "assistant:tool_use:weathercall_1", "tool:tool_result:18 °C in Paris",
 			"assistant:text:FIRST_ANSWER", "user:text:and tomorrow?", "assistant:text:SECOND_ANSWER")).To(Succeed())
-		api, err := parleyclient.New(parleyclient.Options{URL: sessionURL, Token: token})
+		api, err := parleyclient.New(parleyclient.Options{URL: env.SessionURL, Token: token})
 		Expect(err).NotTo(HaveOccurred())
-		st, err := api.State(ctx, ns, "lg-graph")
+		st, err := api.State(env.Ctx, ns, "lg-graph")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(st.State.Messages).To(HaveLen(6), "each message once")
 		Expect(st.State.Records).NotTo(BeEmpty())

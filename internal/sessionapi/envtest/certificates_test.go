@@ -25,13 +25,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/parley-dev/parley/internal/sessionapi"
+	"github.com/parley-dev/parley/test/support/operatorenv"
 )
 
 var _ = Describe("Session API certificates", func() {
 	hosts := []string{"parley-session-api.parley-system.svc", "127.0.0.1"}
 
 	newNamespace := func() string {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "certs-" + randSuffix()}}
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "certs-" + operatorenv.RandSuffix()}}
 		Expect(k8sClient.Create(ctx, ns)).To(Succeed())
 		return ns.Name
 	}
