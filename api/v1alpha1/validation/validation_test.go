@@ -252,7 +252,7 @@ forkFrom: {checkpoint: before-refactor}`))
 
 	Describe("updates", func() {
 		// update applies mutate to a fresh copy of obj and sends it, returning the apiserver's answer.
-		// The controller writes status concurrently, so a conflict means "read again", as for a user.
+		// A conflict means "read again", as for a user.
 		update := func(obj *unstructured.Unstructured, mutate func(spec map[string]any)) error {
 			return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 				fresh := &unstructured.Unstructured{}
