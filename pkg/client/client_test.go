@@ -272,8 +272,9 @@ func TestAResetRetriedByTheClientRepeatsTheIDItMade(t *testing.T) {
 	if res.Checkpoint != "c-reset" || res.Epoch != 2 || res.Cleared != 3 {
 		t.Errorf("answer %+v", res)
 	}
-	var ids []string
-	for _, r := range s.requests() {
+	reqs := s.requests()
+	ids := make([]string, 0, len(reqs))
+	for _, r := range reqs {
 		var req wire.ResetRequest
 		if err := json.Unmarshal([]byte(r.Body), &req); err != nil {
 			t.Fatal(err)
@@ -356,9 +357,14 @@ func TestFinalAnswersAreProblemsAndNotRetried(t *testing.T) {
 		status int
 		typ    string
 	}{
-		{400, wire.ProblemMalformed}, {401, wire.ProblemUnauthorized}, {403, wire.ProblemForbidden},
-		{404, wire.ProblemNotFound}, {409, wire.ProblemConflict}, {413, wire.ProblemTooLarge},
-		{422, wire.ProblemInvalid}, {500, ""},
+		{400, wire.ProblemMalformed},
+		{401, wire.ProblemUnauthorized},
+		{403, wire.ProblemForbidden},
+		{404, wire.ProblemNotFound},
+		{409, wire.ProblemConflict},
+		{413, wire.ProblemTooLarge},
+		{422, wire.ProblemInvalid},
+		{500, ""},
 	} {
 		t.Run(http.StatusText(tc.status), func(t *testing.T) {
 			c, s, _ := serve(t, Options{}, func(int, *http.Request) (int, http.Header, string) {
@@ -421,8 +427,9 @@ func TestTheTokenFileIsReadOnEveryCall(t *testing.T) {
 	if _, err := c.Conversation(ctx, "ns", "c"); err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, r := range s.requests() {
+	reqs := s.requests()
+	got := make([]string, 0, len(reqs))
+	for _, r := range reqs {
 		got = append(got, r.Header.Get("Authorization"))
 	}
 	if want := []string{"Bearer first", "Bearer rotated"}; !cmp.Equal(got, want) {

@@ -158,7 +158,8 @@ func TestClaudeRoundTripIsLossless(t *testing.T) {
 		"session": {fixtures.Read(t, fixtures.ClaudeMain), map[string][]byte{fixtures.ClaudeAgentID: fixtures.Read(t, fixtures.ClaudeSubagent)}, true},
 		"shapes": {
 			readFixture(t, "claude-code-shapes/main.jsonl"),
-			map[string][]byte{"b7f3c2d1": readFixture(t, "claude-code-shapes/agent-b7f3c2d1.jsonl")}, true,
+			map[string][]byte{"b7f3c2d1": readFixture(t, "claude-code-shapes/agent-b7f3c2d1.jsonl")},
+			true,
 		},
 		"sdk messages": {fixtures.Read(t, fixtures.ClaudeSDKMessages), nil, false},
 	}

@@ -89,6 +89,7 @@ var (
 
 func fetch(obj client.Object) func(g Gomega)                        { return env.Fetch(obj) }
 func historyReady(conv *parleyv1alpha1.Conversation) func(g Gomega) { return env.HistoryReady(conv) }
+
 func checkpointReady(ckpt *parleyv1alpha1.Checkpoint) func(g Gomega) {
 	return env.CheckpointReady(ckpt)
 }
