@@ -19,11 +19,12 @@ import (
 	"github.com/parley-dev/parley/pkg/history/historytest"
 	"github.com/parley-dev/parley/pkg/history/s3"
 	"github.com/parley-dev/parley/pkg/wire"
+	"github.com/parley-dev/parley/test/support/operatorenv"
 )
 
 var _ = Describe("A hostile history", func() {
 	It("fails its own Conversation with HistoryCorrupt, is not retried in a loop, and the others keep appending", func() {
-		ns := agentNamespace()
+		ns := env.AgentNamespace()
 		Expect(k8sClient.Create(ctx, s3Secret(ns, "s3"))).To(Succeed())
 		a, b := objectStoreConversation(ns, "conv-a"), objectStoreConversation(ns, "conv-b")
 		apiA := agentClient(a)
@@ -41,7 +42,7 @@ var _ = Describe("A hostile history", func() {
 		h, err := writer.Open(ctx, key, history.OpenOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		for i := range 72 { // past twice the 32 pieces of an unsealed tail: sealed
-			m := textMessage(fmt.Sprintf("m-%d", i), "user", "hello")
+			m := operatorenv.TextMessage(fmt.Sprintf("m-%d", i), "user", "hello")
 			rec, err := journal.MessageRecord(&m)
 			Expect(err).NotTo(HaveOccurred())
 			_, err = h.Append(ctx, []history.Record{rec})
@@ -61,10 +62,10 @@ var _ = Describe("A hostile history", func() {
 		Expect(meta.IsStatusConditionTrue(a.Status.Conditions, parleyv1alpha1.ConditionReady)).To(BeFalse())
 
 		By("A's agent gets 500 history-corrupt, which the client does not retry")
-		_, err = apiA.Append(ctx, ns, a.Name, []conversation.Message{textMessage("after", "user", "still there?")})
-		Expect(problemStatus(err)).To(Equal(500), "%v", err)
+		_, err = apiA.Append(ctx, ns, a.Name, []conversation.Message{operatorenv.TextMessage("after", "user", "still there?")})
 		var p *wire.Problem
-		Expect(errors.As(err, &p)).To(BeTrue())
+		Expect(errors.As(err, &p)).To(BeTrue(), "%v", err)
+		Expect(p.Status).To(Equal(500))
 		Expect(p.Type).To(Equal(wire.ProblemHistoryCorrupt))
 
 		By("A is looked at again later, not with the workqueue's backoff")
@@ -72,7 +73,7 @@ var _ = Describe("A hostile history", func() {
 		Consistently(func() int64 { return reconcileCount(a) }).WithTimeout(3 * time.Second).Should(BeNumerically("<=", before+2))
 
 		By("B, on the same store and manager, keeps appending and its status follows")
-		resp, err := apiB.Append(ctx, ns, b.Name, []conversation.Message{textMessage("u1", "user", "hello"), textMessage("a1", "assistant", "hi")})
+		resp, err := apiB.Append(ctx, ns, b.Name, []conversation.Message{operatorenv.TextMessage("u1", "user", "hello"), operatorenv.TextMessage("a1", "assistant", "hi")})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(resp.Sequences).To(HaveLen(2))
 		Eventually(func(g Gomega) {
@@ -99,8 +100,8 @@ func objectStoreConversation(ns, name string) *parleyv1alpha1.Conversation {
 
 // agentClient is a Session API client with the token of conv's agent pod, which retries nothing.
 func agentClient(conv *parleyv1alpha1.Conversation) *parleyclient.Client {
-	pod := agentPodOf(conv)
-	api, err := parleyclient.New(parleyclient.Options{URL: sessionURL, Token: agentToken(conv.Namespace, "agent", pod), Retries: -1})
+	pod := env.AgentPodOf(conv)
+	api, err := parleyclient.New(parleyclient.Options{URL: env.SessionURL, Token: env.AgentToken(conv.Namespace, "agent", pod), Retries: -1})
 	Expect(err).NotTo(HaveOccurred())
 	return api
 }
