@@ -346,9 +346,14 @@ func TestChartValues(t *testing.T) {
 	if chart["networking.k8s.io/NetworkPolicy/"+ns+"/parley-allow-metrics-traffic"] != nil {
 		t.Error("a metrics NetworkPolicy with metrics off")
 	}
-	rb := chart["rbac.authorization.k8s.io/RoleBinding/"+ns+"/parley-leader-election-rolebinding"]
+	// leaderElection.namespace: the Lease's rights are granted where the Lease is, to the
+	// ServiceAccount of the release namespace.
+	if chart["rbac.authorization.k8s.io/Role/leases/parley-leader-election-role"] == nil {
+		t.Errorf("no leader-election Role in the Lease's namespace leases; objects: %v", keys(chart))
+	}
+	rb := chart["rbac.authorization.k8s.io/RoleBinding/leases/parley-leader-election-rolebinding"]
 	if rb == nil || !strings.Contains(mustJSON(t, rb.Object["subjects"]), `"namespace":"`+ns+`"`) {
-		t.Errorf("the leader-election RoleBinding's subject is not in %s: %v", ns, rb)
+		t.Errorf("the leader-election RoleBinding is not in leases with its subject in %s: %v", ns, rb)
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -52,6 +53,8 @@ type kube struct {
 	cacheDir   string
 	client     client.Client
 	discovery  discovery.DiscoveryInterface
+	// cfg is the admin's: copy it to act as someone else (rest.ImpersonationConfig).
+	cfg *rest.Config
 }
 
 func start(t *testing.T) *kube {
@@ -104,7 +107,7 @@ func start(t *testing.T) *kube {
 	}
 	return &kube{
 		root: root, kubectl: kubectl, kubeconfig: kubeconfig, cacheDir: filepath.Join(dir, "cache"),
-		client: c, discovery: dc,
+		client: c, discovery: dc, cfg: cfg,
 	}
 }
 

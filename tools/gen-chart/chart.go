@@ -69,6 +69,7 @@ func build(in inputs) (map[string][]byte, error) {
 	if err := portsFromDeployment(in.base, &d); err != nil {
 		return nil, err
 	}
+	d.leaseRoles = leaseRoles(in.base)
 	inBase := map[string]bool{}
 	deployments := 0
 	for _, o := range in.base {
@@ -160,6 +161,14 @@ func templateObject(o object, ns, cond string, d *defaults) (string, string, err
 	walkStrings(map[string]any(o), func(s string) string { return templateText(s, ns) })
 	if labels, _ := o.get("metadata", "labels").(map[string]any); labels[managedBy] == "kustomize" {
 		labels[managedBy] = tp.scalar("{{ .Release.Service }}")
+	}
+	if d.inLeaseNamespace(o) {
+		// The Lease lives where --leader-election-namespace says: the rights to it (and to
+		// the Events recorded on it) must be granted there, to the ServiceAccount that stays
+		// in the release namespace.
+		if meta, _ := o.get("metadata").(map[string]any); meta != nil {
+			meta["namespace"] = tp.scalar(leaseNamespace)
+		}
 	}
 	switch o.kind() {
 	case "Deployment":

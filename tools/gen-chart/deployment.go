@@ -22,6 +22,8 @@ type defaults struct {
 	certDir    string
 	tlsVolume  string
 	certSecret string
+	// leaseRoles name the Roles granting rights to Leases (lease.go).
+	leaseRoles map[string]bool
 }
 
 // The manager's flags the chart sets from values. Flags not listed here pass through as

@@ -36,7 +36,8 @@ resources:
 {{ .Resources }}
 leaderElection:
   enabled: {{ .LeaderElection }}
-  # namespace of the Lease (--leader-election-namespace); empty: the release namespace.
+  # namespace of the Lease (--leader-election-namespace); empty: the release namespace. The
+  # leader-election Role and RoleBinding are made there (the namespace must exist).
   namespace: ""
 
 # Namespaces whose Conversations this manager reconciles (--watch-namespaces); empty: all.
