@@ -44,23 +44,21 @@ type checkpointPlan struct {
 
 // decideCheckpoints applies spec.checkpoints: a Checkpoint at every everyTurns-th turn (the
 // latest such turn only, so a policy enabled late does not back-fill), one per interval while
-// the history grows, and the oldest Scheduled ones deleted past keep. existing are the
-// session's Checkpoints; turns and sequence (of the last message) describe the history now.
+// the history grows, and the oldest Checkpoints, whatever their reason, deleted past keep
+// (checkpointsPastKeep; keep's default applies without spec.checkpoints too, since Crash and
+// Compaction Checkpoints need no policy). existing are the session's Checkpoints; turns and
+// sequence (of the last message) describe the history now.
 func decideCheckpoints(conv *parleyv1alpha1.Conversation, existing []parleyv1alpha1.Checkpoint, now time.Time, turns int, sequence uint64) checkpointPlan {
 	var plan checkpointPlan
 	have := map[string]bool{}
-	var scheduled []parleyv1alpha1.Checkpoint
 	var newestReady *parleyv1alpha1.Checkpoint
 	var lastIntervalSeq int64 = -1
 	var lastIntervalAt time.Time
 	for i := range existing {
 		c := &existing[i]
 		have[c.Name] = true
-		if c.Spec.Reason == parleyv1alpha1.CheckpointScheduled {
-			scheduled = append(scheduled, *c)
-			if c.Spec.Turn == nil && c.CreationTimestamp.After(lastIntervalAt) {
-				lastIntervalAt, lastIntervalSeq = c.CreationTimestamp.Time, c.Status.Sequence
-			}
+		if c.Spec.Reason == parleyv1alpha1.CheckpointScheduled && c.Spec.Turn == nil && c.CreationTimestamp.After(lastIntervalAt) {
+			lastIntervalAt, lastIntervalSeq = c.CreationTimestamp.Time, c.Status.Sequence
 		}
 		if c.Status.Phase == parleyv1alpha1.CheckpointReady && (newestReady == nil || newer(c, newestReady)) {
 			newestReady = c
@@ -69,34 +67,54 @@ func decideCheckpoints(conv *parleyv1alpha1.Conversation, existing []parleyv1alp
 	if newestReady != nil {
 		plan.latest = newestReady.Name
 	}
-	policy := conv.Spec.Checkpoints
-	if policy == nil {
-		return plan
-	}
-	if n := policy.EveryTurns; n != nil && *n > 0 {
-		every := int(*n)
-		if target := turns / every * every; target >= every && !have[turnCheckpointName(conv.Name, target)] {
-			t := int64(target)
-			plan.create = append(plan.create, scheduledCheckpoint{name: turnCheckpointName(conv.Name, target), turn: &t})
+	if policy := conv.Spec.Checkpoints; policy != nil {
+		if n := policy.EveryTurns; n != nil && *n > 0 {
+			every := int(*n)
+			if target := turns / every * every; target >= every && !have[turnCheckpointName(conv.Name, target)] {
+				t := int64(target)
+				plan.create = append(plan.create, scheduledCheckpoint{name: turnCheckpointName(conv.Name, target), turn: &t})
+			}
+		}
+		if iv := policy.Interval; iv != nil && iv.Duration > 0 {
+			k := int64(now.Sub(conv.CreationTimestamp.Time) / iv.Duration)
+			// A checkpoint per interval, only when the history moved since the last one.
+			if name := intervalCheckpointName(conv.Name, k); k >= 1 && !have[name] && int64(sequence) > lastIntervalSeq && sequence > 0 {
+				plan.create = append(plan.create, scheduledCheckpoint{name: name})
+			}
+			plan.next = conv.CreationTimestamp.Add(time.Duration(k+1) * iv.Duration)
 		}
 	}
-	if iv := policy.Interval; iv != nil && iv.Duration > 0 {
-		k := int64(now.Sub(conv.CreationTimestamp.Time) / iv.Duration)
-		// A checkpoint per interval, only when the history moved since the last one.
-		if name := intervalCheckpointName(conv.Name, k); k >= 1 && !have[name] && int64(sequence) > lastIntervalSeq && sequence > 0 {
-			plan.create = append(plan.create, scheduledCheckpoint{name: name})
-		}
-		plan.next = conv.CreationTimestamp.Add(time.Duration(k+1) * iv.Duration)
-	}
-	keep := int(policy.GetKeep())
-	total := len(scheduled) + len(plan.create)
-	if total > keep {
-		sort.Slice(scheduled, func(i, j int) bool { return newer(&scheduled[j], &scheduled[i]) })
-		for i := 0; i < total-keep && i < len(scheduled); i++ {
-			plan.prune = append(plan.prune, scheduled[i].Name)
-		}
-	}
+	plan.prune = checkpointsPastKeep(existing, len(plan.create), int(conv.Spec.Checkpoints.GetKeep()), plan.latest)
 	return plan
+}
+
+// checkpointsPastKeep are the Checkpoints to delete so that the session keeps keep of them once
+// creating more are made: the oldest first, of every reason (each holds a stored snapshot,
+// deleted with it by the snapshot finalizer). Two are never deleted: one still Pending (a
+// snapshot being written, which a compaction or a fork may be waiting for) and latest, the
+// newest Ready one (status.latestCheckpoint). So the count may stay above keep until they
+// settle.
+func checkpointsPastKeep(existing []parleyv1alpha1.Checkpoint, creating, keep int, latest string) []string {
+	excess := len(existing) + creating - keep
+	if excess <= 0 {
+		return nil
+	}
+	oldest := make([]*parleyv1alpha1.Checkpoint, 0, len(existing))
+	for i := range existing {
+		oldest = append(oldest, &existing[i])
+	}
+	sort.Slice(oldest, func(i, j int) bool { return newer(oldest[j], oldest[i]) })
+	var prune []string
+	for _, c := range oldest {
+		if len(prune) == excess {
+			break
+		}
+		settled := c.Status.Phase == parleyv1alpha1.CheckpointReady || c.Status.Phase == parleyv1alpha1.CheckpointFailed
+		if settled && c.Name != latest {
+			prune = append(prune, c.Name)
+		}
+	}
+	return prune
 }
 
 // newer orders Checkpoints by creation, then name (creation times have one-second resolution).
@@ -142,7 +160,7 @@ func (r *ConversationReconciler) reconcileCheckpoints(ctx context.Context, s *co
 			s.retryErr = err
 			return
 		}
-		s.event(parleyv1alpha1.EventCheckpointPruned, "Prune", "scheduled Checkpoint %s deleted (checkpoints.keep)", name)
+		s.event(parleyv1alpha1.EventCheckpointPruned, "Prune", "Checkpoint %s deleted (checkpoints.keep)", name)
 	}
 	if !plan.next.IsZero() {
 		s.requeueAt(plan.next)

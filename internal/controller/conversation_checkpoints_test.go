@@ -119,7 +119,7 @@ func TestDecideCheckpoints(t *testing.T) {
 			existing: []checkpoint{{name: "c-at-2", reason: scheduled, age: 2 * time.Hour, phase: pending}},
 			wantNext: created.Add(3 * time.Hour),
 		},
-		"keep: prunes the oldest Scheduled only": {
+		"keep: prunes the oldest of every reason, never a Pending one or the latest Ready": {
 			conv:  policy(parleyv1alpha1.CheckpointPolicy{EveryTurns: ptrTo(int32(1)), Keep: ptrTo(int32(2))}),
 			turns: 4, sequence: 8,
 			existing: []checkpoint{
@@ -130,7 +130,7 @@ func TestDecideCheckpoints(t *testing.T) {
 				{name: "c-archive", reason: parleyv1alpha1.CheckpointArchive, age: -time.Minute, phase: ready},
 			},
 			wantCreate: []string{"c-turn-4@4"},
-			wantPrune:  []string{"c-turn-1", "c-turn-2"},
+			wantPrune:  []string{"m-old", "c-archive", "c-turn-1"},
 			wantLatest: "c-turn-2",
 		},
 		"keep: within the limit nothing goes": {
@@ -147,6 +147,18 @@ func TestDecideCheckpoints(t *testing.T) {
 			turns: 11, sequence: 22,
 			existing:   tenTurnCheckpoints(),
 			wantCreate: []string{"c-turn-11@11"}, wantPrune: []string{"c-turn-1"}, wantLatest: "c-turn-10",
+		},
+		"no policy: keep defaults to ten, Crash and Manual ones too": {
+			conv: testConv(), turns: 9, sequence: 20,
+			existing:   crashAndManualCheckpoints(12),
+			wantPrune:  []string{"k-00", "k-01"},
+			wantLatest: "k-11",
+		},
+		"keep 2 of ten Crash and Manual ones": {
+			conv:       policy(parleyv1alpha1.CheckpointPolicy{Keep: ptrTo(int32(2))}),
+			existing:   crashAndManualCheckpoints(10),
+			wantPrune:  []string{"k-00", "k-01", "k-02", "k-03", "k-04", "k-05", "k-06", "k-07"},
+			wantLatest: "k-09",
 		},
 		"latest: newest Ready, same second ordered by name": {
 			conv: testConv(),
@@ -193,6 +205,23 @@ func TestDecideCheckpoints(t *testing.T) {
 			}
 		})
 	}
+}
+
+// crashAndManualCheckpoints are n Ready Checkpoints k-00… of the reasons the policy does not
+// create, alternately Crash and Manual, a minute apart.
+func crashAndManualCheckpoints(n int) []checkpoint {
+	var out []checkpoint
+	for i := range n {
+		reason := parleyv1alpha1.CheckpointCrash
+		if i%2 == 1 {
+			reason = parleyv1alpha1.CheckpointManual
+		}
+		out = append(out, checkpoint{
+			name: fmt.Sprintf("k-%02d", i), reason: reason, age: time.Duration(i) * time.Minute,
+			phase: parleyv1alpha1.CheckpointReady,
+		})
+	}
+	return out
 }
 
 func tenTurnCheckpoints() []checkpoint {

@@ -234,6 +234,60 @@ var _ = Describe("History kept by the operator", func() {
 		Expect(n).To(Equal(1))
 	})
 
+	It("keeps spec.checkpoints.keep Checkpoints of every reason, their snapshots removed with them", func() {
+		cm, _ := seedConfigMap("keep-seed-" + randSuffix())
+		Expect(k8sClient.Create(ctx, cm)).To(Succeed())
+		conv := newConversation(parleyv1alpha1.ConversationSpec{
+			Seed:        &parleyv1alpha1.SeedSource{ConfigMapKeyRef: parleyv1alpha1.ConfigMapKeyReference{Name: cm.Name, Key: "transcript.jsonl"}},
+			Checkpoints: &parleyv1alpha1.CheckpointPolicy{Keep: ptrTo(int32(2))},
+		})
+		Expect(k8sClient.Create(ctx, conv)).To(Succeed())
+		Eventually(historyReady(conv)).Should(Succeed())
+		turns := conv.Status.History.Turns
+		Expect(turns).To(BeNumerically(">=", 3), "the seed's last two turns are complete: two different snapshots")
+
+		// Ten Checkpoints, alternately Crash and Manual, at the last two turns: the two kept hold
+		// different snapshots, and every other snapshot has no Checkpoint left.
+		var names []string
+		for i := range 10 {
+			ckpt := newCheckpoint(conv, fmt.Sprintf("%s-k-%02d", conv.Name, i))
+			ckpt.Spec.Reason = parleyv1alpha1.CheckpointCrash
+			if i%2 == 1 {
+				ckpt.Spec.Reason = parleyv1alpha1.CheckpointManual
+			}
+			ckpt.Spec.Turn = ptrTo(int64(turns) - int64(i%2))
+			Expect(k8sClient.Create(ctx, ckpt)).To(Succeed())
+			Eventually(checkpointReady(ckpt)).Should(Succeed())
+			names = append(names, ckpt.Name)
+		}
+		mine := func(g Gomega) []parleyv1alpha1.Checkpoint {
+			list := &parleyv1alpha1.CheckpointList{}
+			g.Expect(k8sClient.List(ctx, list, client.InNamespace(conv.Namespace))).To(Succeed())
+			var out []parleyv1alpha1.Checkpoint
+			for _, c := range list.Items {
+				if c.Spec.ConversationRef.Name == conv.Name {
+					out = append(out, c)
+				}
+			}
+			return out
+		}
+		var kept []parleyv1alpha1.Checkpoint
+		Eventually(func(g Gomega) {
+			kept = mine(g)
+			g.Expect(kept).To(HaveLen(2))
+		}).WithTimeout(40 * time.Second).Should(Succeed())
+		Expect([]string{kept[0].Name, kept[1].Name}).To(ConsistOf(names[8], names[9]))
+		Eventually(func() []string { return eventReasons(conv) }).Should(ContainElement(parleyv1alpha1.EventCheckpointPruned))
+
+		h, err := stores.Open(ctx, conv, false)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func(g Gomega) {
+			digests, err := h.Checkpoints(ctx)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(digests).To(ConsistOf(history.Digest(kept[0].Status.Digest), history.Digest(kept[1].Status.Digest)))
+		}).Should(Succeed())
+	})
+
 	It("makes a fork of a missing Checkpoint wait with CheckpointNotFound", func() {
 		fork := newConversation(parleyv1alpha1.ConversationSpec{ForkFrom: &parleyv1alpha1.ForkSource{Checkpoint: "no-such-" + randSuffix()}})
 		Expect(k8sClient.Create(ctx, fork)).To(Succeed())
