@@ -102,11 +102,17 @@ func Build(in Input) (Files, error) {
 	}
 	files := Files{}
 	var claude *ClaudeResume
-	if in.Adapter == parleyv1alpha1.AdapterClaudeAgentSDK && len(in.State.Messages) > 0 {
+	switch {
+	case in.Adapter != parleyv1alpha1.AdapterClaudeAgentSDK:
+	case len(in.State.Messages) > 0:
 		var err error
 		if claude, err = addClaude(files, &in); err != nil {
 			return nil, err
 		}
+	default:
+		// The first pod: nothing to resume and no claude directory, but the agent still
+		// learns where to run and under which session id to start (no transcript).
+		claude = &ClaudeResume{ConfigDir: in.ClaudeConfigDir, CWD: claudeWorkingDir(&in), SessionID: in.SessionID}
 	}
 	if err := addRenderings(files, in.State); err != nil {
 		return nil, err

@@ -120,13 +120,14 @@ func TestBuildAdapters(t *testing.T) {
 		name       string
 		adapter    parleyv1alpha1.AgentAdapter
 		empty      bool
-		wantClaude bool
+		wantClaude bool // a claude directory
+		wantResume bool // a claude object in conversation.json
 	}{
-		{"generic", parleyv1alpha1.AdapterGeneric, false, false},
-		{"unset is generic", "", false, false},
-		{"openai", parleyv1alpha1.AdapterOpenAI, false, false},
-		{"claude-agent-sdk", parleyv1alpha1.AdapterClaudeAgentSDK, false, true},
-		{"claude-agent-sdk, no history yet", parleyv1alpha1.AdapterClaudeAgentSDK, true, false},
+		{"generic", parleyv1alpha1.AdapterGeneric, false, false, false},
+		{"unset is generic", "", false, false, false},
+		{"openai", parleyv1alpha1.AdapterOpenAI, false, false, false},
+		{"claude-agent-sdk", parleyv1alpha1.AdapterClaudeAgentSDK, false, true, true},
+		{"claude-agent-sdk, no history yet", parleyv1alpha1.AdapterClaudeAgentSDK, true, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := claudeInput(t)
@@ -158,8 +159,11 @@ func TestBuildAdapters(t *testing.T) {
 			if wantAdapter == "" {
 				wantAdapter = "generic"
 			}
-			if m.Adapter != wantAdapter || (m.Claude != nil) != tc.wantClaude {
+			if m.Adapter != wantAdapter || (m.Claude != nil) != tc.wantResume {
 				t.Errorf("manifest adapter %q claude %+v", m.Adapter, m.Claude)
+			}
+			if m.Claude != nil && (m.Claude.SessionID != sessionOpenAI || (m.Claude.Transcript != "") != tc.wantClaude) {
+				t.Errorf("manifest claude %+v: session id, and a transcript only with a claude directory", m.Claude)
 			}
 		})
 	}

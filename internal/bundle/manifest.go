@@ -49,11 +49,14 @@ type ClaudeResume struct {
 	// ConfigDir is the bundle's claude directory in the pod (CLAUDE_CONFIG_DIR).
 	ConfigDir string `json:"configDir,omitzero"`
 	// CWD is the working directory the transcript is filed under: run the CLI or SDK there.
-	CWD string `json:"cwd"`
-	// SessionID is what to resume: claude --resume <id>, or the SDK's resume option.
+	// Empty only on a first pod whose container names no workingDir.
+	CWD string `json:"cwd,omitzero"`
+	// SessionID is what to resume: claude --resume <id>, or the SDK's resume option (on a
+	// first pod, what to start: claude --session-id <id>).
 	SessionID string `json:"sessionId"`
-	// Transcript is the main transcript, relative to the mount.
-	Transcript string `json:"transcript"`
+	// Transcript is the main transcript, relative to the mount; empty (absent) when there is
+	// nothing to resume yet, which is how an agent tells --resume from --session-id.
+	Transcript string `json:"transcript,omitzero"`
 }
 
 func encodeManifest(in *Input, claude *ClaudeResume) ([]byte, error) {
