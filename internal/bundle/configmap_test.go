@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"bytes"
+	"errors"
 	"path"
 	"strings"
 	"testing"
@@ -72,6 +73,28 @@ func TestConfigMapKey(t *testing.T) {
 		}
 		if got != tc.want {
 			t.Errorf("%s: key %q, want %q", tc.path, got, tc.want)
+		}
+	}
+}
+
+// TestCheckConfigMapSize: a bundle up to MaxConfigMapBytes passes; one byte more is refused
+// with ErrTooLarge and a message that gives the limit and what to do.
+func TestCheckConfigMapSize(t *testing.T) {
+	if MaxConfigMapBytes != 1_024_000 {
+		t.Errorf("MaxConfigMapBytes = %d; docs/resume-bundle.md states 1,024,000", MaxConfigMapBytes)
+	}
+	fits := Files{"a": make([]byte, MaxConfigMapBytes-1), "b": []byte("x")}
+	if err := fits.CheckConfigMapSize(); err != nil {
+		t.Errorf("%d bytes: %v", fits.Size(), err)
+	}
+	over := Files{"a": make([]byte, MaxConfigMapBytes), "b": []byte("x")}
+	err := over.CheckConfigMapSize()
+	if !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("%d bytes: %v, want ErrTooLarge", over.Size(), err)
+	}
+	for _, want := range []string{"1024001 bytes", "1024000", "1048576", "compaction", "kubectl parley reset"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the message does not say %q: %s", want, err)
 		}
 	}
 }

@@ -65,7 +65,7 @@ func (r *ConversationReconciler) reconcileAgent(ctx context.Context, s *conversa
 			case errors.Is(err, bundle.ErrInput):
 				// e.g. claude-agent-sdk without a workingDir: the transcript has no folder to go in.
 				s.setCondition(parleyv1alpha1.ConditionAgentRunning, metav1.ConditionFalse, parleyv1alpha1.ReasonInvalidTemplate, err.Error())
-			case errors.Is(err, errBundleTooLarge):
+			case errors.Is(err, bundle.ErrTooLarge):
 				s.setCondition(parleyv1alpha1.ConditionAgentRunning, metav1.ConditionFalse, parleyv1alpha1.ReasonBundleTooLarge, err.Error())
 			default:
 				s.setCondition(parleyv1alpha1.ConditionAgentRunning, metav1.ConditionFalse, parleyv1alpha1.ReasonPodPending, "creating the agent pod: "+err.Error())
@@ -290,19 +290,12 @@ func bundleConfigMapName(conv string, attempt int32) string {
 	return childName(conv, fmt.Sprintf("bundle-%d", attempt))
 }
 
-// errBundleTooLarge: the bundle does not fit a ConfigMap volume.
-var errBundleTooLarge = errors.New("the resume bundle is larger than a ConfigMap holds")
-
 // renderedBundle is a bundle in ConfigMap form.
 type renderedBundle struct {
 	data      map[string]string
 	items     []corev1.KeyToPath
 	claudeDir string
 }
-
-// maxBundleBytes is what a bundle may take in a ConfigMap (1 MiB in all, with room for
-// metadata). Larger bundles need the restore init container, not built yet.
-const maxBundleBytes = 1000 * 1024
 
 // renderBundle builds the resume bundle for the next attempt from the history, cut at the
 // Crash Checkpoint's turn when there is one (the same messages the Checkpoint holds), else at
@@ -329,9 +322,8 @@ func (r *ConversationReconciler) renderBundle(ctx context.Context, s *conversati
 	if err != nil {
 		return renderedBundle{}, fmt.Errorf("building the resume bundle: %w", err)
 	}
-	if files.Size() > maxBundleBytes {
-		return renderedBundle{}, fmt.Errorf("%w: %d bytes (the limit is %d); the restore init container for large bundles is not built yet",
-			errBundleTooLarge, files.Size(), maxBundleBytes)
+	if err := files.CheckConfigMapSize(); err != nil {
+		return renderedBundle{}, err
 	}
 	data, items := files.ConfigMapData()
 	if ca := r.agentCA(); r.AgentCAConfigMap == "" && len(ca) > 0 {
