@@ -126,7 +126,8 @@ func bindFlags(fs *flag.FlagSet, o *options) {
 		"Serve the Session API over plain HTTP. For local runs only: bearer tokens travel in the clear.")
 	fs.StringVar(&o.agentAPIURL, "agent-api-url", "",
 		"The Session API's URL as agent pods reach it (their PARLEY_API_URL). Empty: "+
-			"https://parley-session-api.<the manager's namespace>.svc:8082 when POD_NAMESPACE is set.")
+			"https://parley-session-api.<the manager's namespace>.svc:8082 when POD_NAMESPACE is set. "+
+			"With --session-api-insecure an https:// URL becomes http://.")
 	fs.StringVar(&o.agentCAConfigMap, "agent-ca-configmap", "",
 		"A ConfigMap (key ca.crt, in each agent's namespace) mounted into agent pods as PARLEY_CA_FILE, for a Session API certificate agents do not trust otherwise.")
 	fs.DurationVar(&o.nodeLostGrace, "node-lost-grace", controller.DefaultNodeLostGrace,
@@ -245,7 +246,7 @@ func setupManager(ctx context.Context, restCfg *rest.Config, mgr ctrl.Manager, o
 		Compactor:               compactor,
 		Clock:                   clock.RealClock{},
 		MaxConcurrentReconciles: o.concurrency,
-		AgentAPIURL:             agentAPIURL(o.agentAPIURL, os.Getenv("POD_NAMESPACE")),
+		AgentAPIURL:             agentAPIURL(o.agentAPIURL, os.Getenv("POD_NAMESPACE"), o.sessionAPIInsecure),
 		AgentCAConfigMap:        o.agentCAConfigMap,
 		AgentCA:                 agentCA,
 		NodeLostGrace:           o.nodeLostGrace,
@@ -362,10 +363,16 @@ func splitNamespaces(s string) []string {
 }
 
 // agentAPIURL is the Session API URL agents get: the flag, else the in-cluster Service of the
-// manager's namespace (config/default names it parley-session-api).
-func agentAPIURL(flagValue, namespace string) string {
-	if flagValue != "" || namespace == "" {
-		return flagValue
+// manager's namespace (config/default names it parley-session-api). With insecure the API
+// speaks plain HTTP, so an https:// URL (config/manager's) becomes http://: an agent told
+// https would fail its handshake on every call.
+func agentAPIURL(flagValue, namespace string, insecure bool) string {
+	u := flagValue
+	if u == "" && namespace != "" {
+		u = "https://parley-session-api." + namespace + ".svc:8082"
 	}
-	return "https://parley-session-api." + namespace + ".svc:8082"
+	if rest, ok := strings.CutPrefix(u, "https://"); ok && insecure {
+		u = "http://" + rest
+	}
+	return u
 }

@@ -405,3 +405,24 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestAgentAPIURL: the flag wins, else the Service of the manager's namespace; with
+// --session-api-insecure the API speaks plain HTTP, and agents are told http://.
+func TestAgentAPIURL(t *testing.T) {
+	for _, tc := range []struct {
+		flag, namespace string
+		insecure        bool
+		want            string
+	}{
+		{"", "parley-system", false, "https://parley-session-api.parley-system.svc:8082"},
+		{"", "parley-system", true, "http://parley-session-api.parley-system.svc:8082"},
+		{"https://api.example.com:8082", "parley-system", false, "https://api.example.com:8082"},
+		{"https://api.example.com:8082", "", true, "http://api.example.com:8082"},
+		{"http://127.0.0.1:8082", "", true, "http://127.0.0.1:8082"},
+		{"", "", false, ""},
+	} {
+		if got := agentAPIURL(tc.flag, tc.namespace, tc.insecure); got != tc.want {
+			t.Errorf("agentAPIURL(%q, %q, %v) = %q, want %q", tc.flag, tc.namespace, tc.insecure, got, tc.want)
+		}
+	}
+}
