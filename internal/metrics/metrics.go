@@ -93,7 +93,8 @@ var StoreErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Failures to reach, initialise or read a conversation history, by backend and reason.",
 }, []string{"backend", "reason"})
 
-// CheckpointsCreated counts Checkpoints the controller created, by reason (Scheduled, Archive).
+// CheckpointsCreated counts Checkpoints the controller created, by reason (Scheduled, Crash,
+// Compaction, Archive; a Manual one is a user's and a Reset one the Session API's).
 var CheckpointsCreated = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "parley_checkpoints_created_total",
 	Help: "Checkpoints created by the controller, by reason.",
