@@ -82,8 +82,9 @@ func TestFlagsTableDefaults(t *testing.T) {
 	flags := managerFlags()
 	checked := 0
 	for _, row := range table.Rows {
-		var names []string
-		for _, c := range doctable.Codes(row[0]) {
+		codes := doctable.Codes(row[0])
+		names := make([]string, 0, len(codes))
+		for _, c := range codes {
 			names = append(names, strings.TrimPrefix(c, "--"))
 		}
 		if strings.HasPrefix(row[0], "`--zap-") {
@@ -138,7 +139,7 @@ func TestChartDocsStateTheManagersDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rows []string
+	rows := make([]string, 0, len(table.Rows))
 	for _, r := range table.Rows {
 		rows = append(rows, strings.Join(r, " | "))
 	}
@@ -183,9 +184,10 @@ func TestInstallValuesTableMatchesValues(t *testing.T) {
 	}
 	covered := map[string]bool{}
 	for _, row := range table.Rows {
-		var keys []string
+		codes := doctable.Codes(row[0])
+		keys := make([]string, 0, len(codes))
 		prev := ""
-		for _, k := range doctable.Codes(row[0]) {
+		for _, k := range codes {
 			// `kubeAPI.qps`/`burst`: a bare key continues the previous one's parent.
 			if !strings.Contains(k, ".") && prev != "" && strings.Contains(prev, ".") && leaves[k] == nil && !hasPrefix(leaves, k) {
 				k = prev[:strings.LastIndex(prev, ".")+1] + k

@@ -122,8 +122,9 @@ func TestClaudeScriptRuns(t *testing.T) {
 				t.Fatal(err)
 			}
 			out := filepath.Join(dir, "claude.out")
-			env := []string{"PATH=" + stubs + ":" + os.Getenv("PATH"), "HOME=" + dir, "TMPDIR=" + dir,
-				"PROMPT=what next?", "STUB_OUT=" + out}
+			env := make([]string, 0, 5+len(pod.Spec.Containers[0].Env))
+			env = append(env, "PATH="+stubs+":"+os.Getenv("PATH"), "HOME="+dir, "TMPDIR="+dir,
+				"PROMPT=what next?", "STUB_OUT="+out)
 			for _, e := range pod.Spec.Containers[0].Env {
 				env = append(env, e.Name+"="+e.Value)
 			}

@@ -210,7 +210,7 @@ func TestDecideCheckpoints(t *testing.T) {
 // crashAndManualCheckpoints are n Ready Checkpoints k-00… of the reasons the policy does not
 // create, alternately Crash and Manual, a minute apart.
 func crashAndManualCheckpoints(n int) []checkpoint {
-	var out []checkpoint
+	out := make([]checkpoint, 0, n)
 	for i := range n {
 		reason := parleyv1alpha1.CheckpointCrash
 		if i%2 == 1 {

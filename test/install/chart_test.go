@@ -357,6 +357,18 @@ func TestChartValues(t *testing.T) {
 	}
 }
 
+// helmEnv is the environment helm runs in against k: its kubeconfig, and cache, config and
+// data folders of the test's own.
+func (k *kube) helmEnv(t *testing.T) []string {
+	t.Helper()
+	home := t.TempDir()
+	return []string{
+		"KUBECONFIG=" + k.kubeconfig,
+		"HELM_CACHE_HOME=" + filepath.Join(home, "cache"), "HELM_CONFIG_HOME=" + filepath.Join(home, "config"),
+		"HELM_DATA_HOME=" + filepath.Join(home, "data"),
+	}
+}
+
 func keys(m map[string]*unstructured.Unstructured) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
@@ -383,12 +395,7 @@ func TestChartInstallsOnEnvtest(t *testing.T) {
 	defer cancel()
 	k := start(t)
 	helm := tool(t, "HELM", "helm")
-	home := t.TempDir()
-	env := []string{
-		"KUBECONFIG=" + k.kubeconfig,
-		"HELM_CACHE_HOME=" + filepath.Join(home, "cache"), "HELM_CONFIG_HOME=" + filepath.Join(home, "config"),
-		"HELM_DATA_HOME=" + filepath.Join(home, "data"),
-	}
+	env := k.helmEnv(t)
 	kubectl := func(args ...string) string {
 		t.Helper()
 		out, err := k.run(ctx, "", args...)

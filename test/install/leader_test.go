@@ -2,8 +2,8 @@ package install_test
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,12 +27,7 @@ func TestChartLeaderElectionNamespace(t *testing.T) {
 	defer cancel()
 	k := start(t)
 	helm := tool(t, "HELM", "helm")
-	home := t.TempDir()
-	env := []string{
-		"KUBECONFIG=" + k.kubeconfig,
-		"HELM_CACHE_HOME=" + filepath.Join(home, "cache"), "HELM_CONFIG_HOME=" + filepath.Join(home, "config"),
-		"HELM_DATA_HOME=" + filepath.Join(home, "data"),
-	}
+	env := k.helmEnv(t)
 	if out, err := k.run(ctx, "", "create", "namespace", leaseNS); err != nil {
 		t.Fatalf("kubectl create namespace %s: %v\n%s", leaseNS, err, out)
 	}
@@ -47,7 +42,8 @@ func TestChartLeaderElectionNamespace(t *testing.T) {
 	type replica struct {
 		mgr  ctrl.Manager
 		stop context.CancelFunc
-		done chan error
+		// wait returns how the replica's Start ended, once it has.
+		wait func() error
 	}
 	startReplica := func(name string) *replica {
 		t.Helper()
@@ -62,9 +58,15 @@ func TestChartLeaderElectionNamespace(t *testing.T) {
 			t.Fatalf("replica %s: %v", name, err)
 		}
 		rctx, stop := context.WithCancel(ctx)
-		r := &replica{mgr: mgr, stop: stop, done: make(chan error, 1)}
-		go func() { r.done <- mgr.Start(rctx) }()
-		t.Cleanup(func() { stop(); <-r.done })
+		done := make(chan error, 1)
+		go func() { done <- mgr.Start(rctx) }()
+		r := &replica{mgr: mgr, stop: stop, wait: sync.OnceValue(func() error { return <-done })}
+		t.Cleanup(func() {
+			stop()
+			if err := r.wait(); err != nil {
+				t.Logf("replica %s stopped with %v", name, err)
+			}
+		})
 		return r
 	}
 	elected := func(rs ...*replica) *replica {
@@ -114,10 +116,9 @@ func TestChartLeaderElectionNamespace(t *testing.T) {
 	t.Logf("Lease %s/%s held by %s", leaseNS, leaseID, held)
 
 	first.stop()
-	if err := <-first.done; err != nil {
+	if err := first.wait(); err != nil {
 		t.Errorf("the leader stopped with %v", err)
 	}
-	first.done <- nil // for the cleanup
 	elected(other)
 	if now := holder(); now == held || now == "" {
 		t.Errorf("after the leader stopped the Lease is held by %q (was %q)", now, held)

@@ -93,8 +93,9 @@ var codeSpan = regexp.MustCompile("`([^`]+)`")
 // Codes are the code spans of a text, in order, with a span like `a-{b,c}-d` expanded to
 // a-b-d and a-c-d.
 func Codes(text string) []string {
-	var out []string
-	for _, m := range codeSpan.FindAllStringSubmatch(text, -1) {
+	spans := codeSpan.FindAllStringSubmatch(text, -1)
+	out := make([]string, 0, len(spans))
+	for _, m := range spans {
 		out = append(out, expand(m[1])...)
 	}
 	return out
