@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
@@ -68,6 +69,8 @@ type options struct {
 	sessionAPILimits     sessionapi.Limits
 	sessionAPIReviews    sessionapi.ReviewLimits
 	sessionAPIAccessLog  bool
+	sessionAPIAggregated bool
+	apiService           string
 }
 
 func main() {
@@ -137,6 +140,12 @@ func bindFlags(fs *flag.FlagSet, o *options) {
 			"Unauthenticated: bind to loopback or keep the port closed.")
 	fs.BoolVar(&o.sessionAPIAccessLog, "session-api-access-log", true,
 		"Log one line per Session API request at info level (who, which conversation, method and route, status, bytes, duration; never content).")
+	fs.BoolVar(&o.sessionAPIAggregated, "session-api-aggregation", true,
+		"Serve the Session API's endpoints also as the aggregated group "+sessionapi.AggregatedGroupVersion+" (kubectl parley's path): "+
+			"requests the API server proxies, authenticated by its front-proxy client certificate, with the request-header CA and headers read from kube-system/"+
+			sessionapi.AuthenticationConfigMapName+".")
+	fs.StringVar(&o.apiService, "session-api-apiservice", sessionapi.APIServiceName,
+		"The APIService whose caBundle the leader keeps equal to the Session API's published CAs; empty: none.")
 	o.sessionAPILimits.Flags(fs)
 	o.sessionAPIReviews.Flags(fs)
 }
@@ -233,6 +242,10 @@ func setupManager(ctx context.Context, restCfg *rest.Config, mgr ctrl.Manager, o
 	if err != nil {
 		return err
 	}
+	frontProxy, err := aggregation(mgr, restCfg, o, agentCA)
+	if err != nil {
+		return err
+	}
 	eventBroadcaster, err := eventsink.Start(ctx, restCfg, mgr.GetHTTPClient(), o.eventsInFlight)
 	if err != nil {
 		return err
@@ -266,7 +279,7 @@ func setupManager(ctx context.Context, restCfg *rest.Config, mgr ctrl.Manager, o
 		return fmt.Errorf("setting up the Checkpoint controller: %w", err)
 	}
 
-	return addSessionAPI(mgr, sessions, o, sessionTLS)
+	return addSessionAPI(mgr, sessions, o, sessionTLS, frontProxy)
 }
 
 // newStores builds the history seam: ConfigMap histories through their own uncached client
@@ -317,17 +330,45 @@ func sessionAPITLS(ctx context.Context, mgr ctrl.Manager, restCfg *rest.Config, 
 	return certs.TLS(), certs.TrustedCA, nil
 }
 
+// aggregation sets up the aggregated group: the front-proxy authentication every replica
+// serves it with, and the leader's upkeep of the APIService's caBundle from the CAs clients
+// trust (trustedCA, nil without Parley's own CA). Nil without TLS: the aggregator reaches the
+// Session API over TLS only.
+func aggregation(mgr ctrl.Manager, restCfg *rest.Config, o options, trustedCA func() []byte) (*sessionapi.FrontProxy, error) {
+	if !o.sessionAPIAggregated || o.sessionAPIAddr == "0" || o.sessionAPIAddr == "" || o.sessionAPIInsecure {
+		return nil, nil
+	}
+	kube, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return nil, err
+	}
+	fp, err := sessionapi.NewFrontProxy(kube)
+	if err != nil {
+		return nil, fmt.Errorf("setting up the front-proxy authentication: %w", err)
+	}
+	if err := mgr.Add(fp); err != nil {
+		return nil, err
+	}
+	if o.apiService == "" || trustedCA == nil {
+		return fp, nil
+	}
+	return fp, mgr.Add(&sessionapi.APIServiceCABundle{
+		Client: mgr.GetClient(), Name: o.apiService, TrustedCA: trustedCA, Clock: clock.RealClock{},
+	})
+}
+
 // addSessionAPI serves the Session API on every replica, with the TLS sessionAPITLS set up (nil:
-// plain HTTP, --session-api-insecure).
-func addSessionAPI(mgr ctrl.Manager, sessions *session.Sessions, o options, tlsSetup sessionapi.TLSSetup) error {
+// plain HTTP, --session-api-insecure) and the aggregated group's front-proxy authentication
+// (nil: the aggregated paths refuse every request).
+func addSessionAPI(mgr ctrl.Manager, sessions *session.Sessions, o options, tlsSetup sessionapi.TLSSetup, frontProxy *sessionapi.FrontProxy) error {
 	activity := sessions.Activity
 	if activity == nil {
 		return nil
 	}
 	api := &sessionapi.Server{
 		Addr: o.sessionAPIAddr, Reader: mgr.GetClient(), Writer: mgr.GetClient(), Sessions: sessions,
-		Auth: &sessionapi.Authorizer{Client: mgr.GetClient(), Reviews: o.sessionAPIReviews},
-		TLS:  tlsSetup, Limits: o.sessionAPILimits,
+		Auth:       &sessionapi.Authorizer{Client: mgr.GetClient(), Reviews: o.sessionAPIReviews},
+		FrontProxy: frontProxy, TLS: tlsSetup, Limits: o.sessionAPILimits,
 	}
 	if o.sessionAPIAccessLog {
 		api.AccessLog = ctrl.Log.WithName("session-api-access")

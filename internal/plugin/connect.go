@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	parleyclient "github.com/parley-dev/parley/pkg/client"
-	"github.com/parley-dev/parley/pkg/wire"
 )
 
 // APIFlags say how to reach the Session API.
@@ -169,7 +168,7 @@ func (p *proxyToken) RoundTrip(req *http.Request) (*http.Response, error) {
 		return p.next.RoundTrip(req)
 	}
 	req = req.Clone(req.Context())
-	req.Header.Set(wire.ProxyAuthorizationHeader, value)
+	req.Header.Set("Parley-Authorization", value)
 	return p.next.RoundTrip(req)
 }
 

@@ -90,7 +90,7 @@ func refused(r refusal, what string) *wire.Problem {
 // expired, its pod gone), its access was withdrawn, or it is no longer the conversation's
 // agent pod. The checks go through the review caches, so an answer is at most their TTL
 // old. stop ends the checking.
-func (s *Server) reauthorizing(r *http.Request, token string, key types.NamespacedName, access Access) (_ *http.Request, stop func()) {
+func (s *Server) reauthorizing(r *http.Request, again reauthenticate, key types.NamespacedName, access Access) (_ *http.Request, stop func()) {
 	every := s.lim.FollowReauthorize
 	if every <= 0 {
 		return r, func() {}
@@ -105,7 +105,7 @@ func (s *Server) reauthorizing(r *http.Request, token string, key types.Namespac
 				return
 			case <-t.C:
 			}
-			if p := s.recheck(ctx, token, key, access); p != nil {
+			if p := s.recheck(ctx, again, key, access); p != nil {
 				if ctx.Err() == nil {
 					logf.FromContext(ctx).V(1).Info("follow stream ended: the caller was refused", "conversation", key.String(), "status", p.Status)
 				}
@@ -119,8 +119,8 @@ func (s *Server) reauthorizing(r *http.Request, token string, key types.Namespac
 
 // recheck authenticates and authorises a running stream's caller again (its source address
 // is not charged: the stream was let in).
-func (s *Server) recheck(ctx context.Context, token string, key types.NamespacedName, access Access) *wire.Problem {
-	c, p := s.Auth.authenticate(ctx, token, "")
+func (s *Server) recheck(ctx context.Context, again reauthenticate, key types.NamespacedName, access Access) *wire.Problem {
+	c, p := again(ctx)
 	if p != nil {
 		return p
 	}

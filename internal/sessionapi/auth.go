@@ -218,15 +218,21 @@ func (a *Authorizer) reviewToken(ctx context.Context, token string) (*caller, *w
 	if !tr.Status.Authenticated || (len(audiences) > 0 && !slices.Contains(tr.Status.Audiences, wire.Audience)) {
 		return nil, nil
 	}
-	c := &caller{user: tr.Status.User}
-	if names := tr.Status.User.Extra[extraPodName]; len(names) == 1 {
-		ns := namespaceOf(tr.Status.User.Username)
-		c.podKey = ns + "/" + names[0]
-		if uids := tr.Status.User.Extra[extraPodUID]; len(uids) == 1 {
+	return callerOf(tr.Status.User), nil
+}
+
+// callerOf is the caller a user is, however it was authenticated (a reviewed token, or the
+// API server's front-proxy headers): a ServiceAccount token bound to a pod is bound to that
+// pod on either path.
+func callerOf(user authnv1.UserInfo) *caller {
+	c := &caller{user: user}
+	if names := user.Extra[extraPodName]; len(names) == 1 {
+		c.podKey = namespaceOf(user.Username) + "/" + names[0]
+		if uids := user.Extra[extraPodUID]; len(uids) == 1 {
 			c.podUID = uids[0]
 		}
 	}
-	return c, nil
+	return c
 }
 
 // authorize checks RBAC on conversations/history and the pod binding, or returns a 403.

@@ -44,7 +44,10 @@ type Server struct {
 	// lastActivityTime writes of the appends served here.
 	Sessions *session.Sessions
 	Auth     *Authorizer
-	Limits   Limits
+	// FrontProxy authenticates the aggregated group's requests, which the API server proxies
+	// (nil: every one of them is refused).
+	FrontProxy *FrontProxy
+	Limits     Limits
 	// ResetWait bounds how long a reset waits for its Checkpoint (DefaultResetWait when zero).
 	ResetWait time.Duration
 	// TLS, when set, serves HTTPS with it; plain HTTP otherwise (local runs only).
@@ -120,11 +123,34 @@ func (s *Server) Start(ctx context.Context) error {
 	return err
 }
 
-// Handler routes the v1 API, counting and timing every request by route.
+// Handler routes the API, counting and timing every request by route: the same endpoints
+// under /v1 (a bearer token: agents, direct clients) and under the aggregated group's path
+// (the user the API server authenticated, for kubectl and people), plus the aggregated
+// group's discovery.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
+	for _, api := range []struct {
+		prefix string
+		authn  authentication
+	}{{wire.APIPath, s.bearerAuthentication}, {wire.AggregatedPath, s.frontProxyAuthentication}} {
+		s.routeConversations(mux, api.prefix+conversationPath, api.authn)
+	}
+	// Through the aggregator a follow rides on the log subresource, which the API server
+	// treats as long-running (as pods/log): no request timeout, no priority-and-fairness seat
+	// held while it streams.
+	mux.Handle("GET "+wire.AggregatedPath+conversationPath+"/log",
+		instrumented(routeName("GET", "/messages")+" (follow)", s.serveStream(AccessRead, s.follow, s.frontProxyAuthentication)))
+	s.routeDiscovery(mux)
+	mux.Handle("/", instrumented("other", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, problem(404, wire.ProblemNotFound, "Not Found", "no such endpoint: "+r.Method+" "+r.URL.Path), 0)
+	})))
+	return accessLogged(s.AccessLog, s.clock, mux)
+}
+
+// routeConversations routes a conversation's endpoints under base, authenticated by authn.
+func (s *Server) routeConversations(mux *http.ServeMux, base string, authn authentication) {
 	route := func(method, endpoint string, access Access, h handler) {
-		mux.Handle(method+" "+conversationPath+endpoint, instrumented(routeName(method, endpoint), s.serve(access, h)))
+		mux.Handle(method+" "+base+endpoint, instrumented(routeName(method, endpoint), s.serve(access, h, authn)))
 	}
 	route("GET", "", AccessRead, s.getConversation)
 	route("POST", "/messages", AccessWrite, s.appendMessages)
@@ -140,23 +166,19 @@ func (s *Server) Handler() http.Handler {
 	route("GET", "/transcript", AccessRead, s.getTranscript)
 	route("GET", "/transcripts", AccessRead, s.listTranscripts)
 	// A follow is a stream, timed apart from page reads.
-	pages := instrumented(routeName("GET", "/messages"), s.serve(AccessRead, s.getMessages))
-	streams := instrumented(routeName("GET", "/messages")+" (follow)", s.serveStream(AccessRead, s.getMessages))
-	mux.Handle("GET "+conversationPath+"/messages", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	pages := instrumented(routeName("GET", "/messages"), s.serve(AccessRead, s.getMessages, authn))
+	streams := instrumented(routeName("GET", "/messages")+" (follow)", s.serveStream(AccessRead, s.getMessages, authn))
+	mux.Handle("GET "+base+"/messages", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("follow") == "true" {
 			streams.ServeHTTP(w, r)
 			return
 		}
 		pages.ServeHTTP(w, r)
 	}))
-	mux.Handle("/", instrumented("other", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, problem(404, wire.ProblemNotFound, "Not Found", "no such endpoint: "+r.Method+" "+r.URL.Path), 0)
-	})))
-	return accessLogged(s.AccessLog, s.clock, mux)
 }
 
-// conversationPath is the path of a conversation; its endpoints follow it.
-const conversationPath = "/v1/namespaces/{namespace}/conversations/{name}"
+// conversationPath is the path of a conversation under an API's prefix; its endpoints follow it.
+const conversationPath = "/namespaces/{namespace}/conversations/{name}"
 
 // routeName is a route's label on the request metrics: "GET conversation", "POST messages".
 func routeName(method, endpoint string) string {
@@ -183,12 +205,38 @@ type request struct {
 type handler func(w http.ResponseWriter, r *http.Request, req *request) *wire.Problem
 
 // serve runs a request's checks, then h.
-func (s *Server) serve(access Access, h handler) http.HandlerFunc { return s.checked(access, h, false) }
+func (s *Server) serve(access Access, h handler, authn authentication) http.HandlerFunc {
+	return s.checked(access, h, authn, false)
+}
 
 // serveStream runs a follow stream's checks, then h, and checks the caller again while the
 // stream runs.
-func (s *Server) serveStream(access Access, h handler) http.HandlerFunc {
-	return s.checked(access, h, true)
+func (s *Server) serveStream(access Access, h handler, authn authentication) http.HandlerFunc {
+	return s.checked(access, h, authn, true)
+}
+
+// authentication is how a request proves who it is: it returns the caller, and how a running
+// stream authenticates the caller again.
+type authentication func(r *http.Request) (*caller, reauthenticate, *wire.Problem)
+
+type reauthenticate func(ctx context.Context) (*caller, *wire.Problem)
+
+// bearerAuthentication reviews the request's bearer token (a token this replica does not know
+// costs a review that its source address must afford); a stream's token is reviewed again.
+func (s *Server) bearerAuthentication(r *http.Request) (*caller, reauthenticate, *wire.Problem) {
+	token := bearerToken(r)
+	c, p := s.Auth.authenticate(r.Context(), token, sourceAddress(r))
+	again := func(ctx context.Context) (*caller, *wire.Problem) { return s.Auth.authenticate(ctx, token, "") }
+	return c, again, p
+}
+
+// frontProxyAuthentication believes the user the API server authenticated, once its
+// front-proxy client certificate verified. The user's credential never reaches this replica,
+// so a stream cannot authenticate it again: the API server did at the stream's start, and
+// the stream's access is still authorised again while it runs.
+func (s *Server) frontProxyAuthentication(r *http.Request) (*caller, reauthenticate, *wire.Problem) {
+	c, p := s.FrontProxy.authenticate(r)
+	return c, func(context.Context) (*caller, *wire.Problem) { return c, nil }, p
 }
 
 // checked runs the checks of every request, each before the work it protects: authentication
@@ -197,12 +245,11 @@ func (s *Server) serveStream(access Access, h handler) http.HandlerFunc {
 // counted apart, after authorisation), the conversation and the caller's access to it, and
 // the conversation's rate. Problems found before the conversation is known never say whether
 // it exists.
-func (s *Server) checked(access Access, h handler, stream bool) http.HandlerFunc {
+func (s *Server) checked(access Access, h handler, authn authentication, stream bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		s.setup()
 		ctx := r.Context()
-		token := bearerToken(r)
-		c, p := s.Auth.authenticate(ctx, token, sourceAddress(r))
+		c, again, p := authn(r)
 		if p != nil {
 			writeProblem(w, p, 0)
 			return
@@ -239,7 +286,7 @@ func (s *Server) checked(access Access, h handler, stream bool) http.HandlerFunc
 			}
 			defer release()
 			var stop func()
-			r, stop = s.reauthorizing(r, token, key, access)
+			r, stop = s.reauthorizing(r, again, key, access)
 			defer stop()
 		}
 		if p := h(w, r, &request{conv: conv, caller: c}); p != nil {
@@ -269,15 +316,9 @@ func (s *Server) conversation(ctx context.Context, c *caller, key types.Namespac
 	return conv, nil
 }
 
-// bearerToken is the request's bearer token: from Authorization, or else from
-// Parley-Authorization, which the API server's service proxy passes on (it authenticates the
-// caller with Authorization and removes it before proxying).
+// bearerToken is the request's bearer token, from Authorization.
 func bearerToken(r *http.Request) string {
-	h := r.Header.Get("Authorization")
-	if h == "" {
-		h = r.Header.Get(wire.ProxyAuthorizationHeader)
-	}
-	token, _ := strings.CutPrefix(h, "Bearer ")
+	token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	return strings.TrimSpace(token)
 }
 

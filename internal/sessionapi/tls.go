@@ -64,10 +64,16 @@ func NewCertificates(ctx context.Context, o CertificatesOptions) (Certificates, 
 	return newSharedCA(ctx, store, publisher, o.Hosts, o.Clock)
 }
 
-// serveWith is a TLSSetup whose handshakes take the certificate get returns.
+// serveWith is a TLSSetup whose handshakes take the certificate get returns. It asks for a
+// client certificate without requiring or verifying one: the API server's aggregator presents
+// its front-proxy certificate, which FrontProxy verifies against the request-header CA before
+// it believes the request's user headers; agents and direct clients present none.
 func serveWith(get func(*tls.ClientHelloInfo) (*tls.Certificate, error)) TLSSetup {
 	return func(_ context.Context, srv *http.Server) error {
-		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: get, NextProtos: []string{"http/1.1"}}
+		srv.TLSConfig = &tls.Config{
+			MinVersion: tls.VersionTLS12, GetCertificate: get, NextProtos: []string{"http/1.1"},
+			ClientAuth: tls.RequestClientCert,
+		}
 		return nil
 	}
 }

@@ -15,9 +15,24 @@ const Audience = "parley"
 // ProblemContentType is the media type of every error body (RFC 9457).
 const ProblemContentType = "application/problem+json"
 
-// ConversationPath is the path of one conversation; the others add a suffix.
+// The Session API's endpoints live under two prefixes: APIPath on the Session API itself (a
+// bearer token: agents, direct clients), and AggregatedPath on the Kubernetes API server, which
+// authenticates the caller and proxies to the Session API (API aggregation: kubectl, people).
+const (
+	APIPath           = "/v1"
+	AggregatedGroup   = "session.parley.dev"
+	AggregatedVersion = "v1alpha1"
+	AggregatedPath    = "/apis/" + AggregatedGroup + "/" + AggregatedVersion
+)
+
+// ConversationPath is the path of one conversation under APIPath; the others add a suffix.
 func ConversationPath(namespace, name string) string {
-	return "/v1/namespaces/" + namespace + "/conversations/" + name
+	return APIPath + ConversationSubpath(namespace, name)
+}
+
+// ConversationSubpath is the path of one conversation below an API prefix.
+func ConversationSubpath(namespace, name string) string {
+	return "/namespaces/" + namespace + "/conversations/" + name
 }
 
 // Conversation is GET …/conversations/{name}: what a client needs to know about a session.
@@ -133,11 +148,6 @@ type CheckpointResponse struct {
 type CompactResponse struct {
 	RequestedAt time.Time `json:"requestedAt"`
 }
-
-// ProxyAuthorizationHeader carries the bearer token ("Bearer TOKEN") when Authorization cannot:
-// the API server's service proxy authenticates the caller with Authorization and removes it, so
-// kubectl parley sends the token the Session API should review in this header too.
-const ProxyAuthorizationHeader = "Parley-Authorization"
 
 // StateResponse is GET …/state: the whole conversation of the current epoch (system prompt,
 // messages, subagent threads, adapter reports, transcript records), as of Sequence.
