@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -21,11 +20,12 @@ import (
 	parleyclient "github.com/parley-dev/parley/pkg/client"
 )
 
-// APIFlags say how to reach the Session API.
+// APIFlags say how to reach the Session API directly; without URL the plugin goes through
+// the API server (API aggregation) with the kubeconfig alone.
 type APIFlags struct {
-	// URL connects directly (port-forward, a manager on this machine); empty: the service proxy.
+	// URL connects directly (port-forward, a manager on this machine); empty: the API server.
 	URL string
-	// Token is sent to the Session API instead of the kubeconfig's bearer token.
+	// Token is the bearer token of a direct connection instead of the kubeconfig's.
 	Token string
 	// CAFile verifies a direct connection; InsecureSkipVerify does not verify it.
 	CAFile             string
@@ -33,41 +33,37 @@ type APIFlags struct {
 	// TLSServerName is the name a direct connection verifies the certificate for (the
 	// install's certificate names the Service, not localhost: set it through a port-forward).
 	TLSServerName string
-	// Namespace, Service, Port and Scheme name the Session API Service the proxy path goes to.
-	Namespace, Service, Port, Scheme string
+	// Namespace is where Parley is installed: the ConfigMap of the CAs a direct connection
+	// trusts lives there.
+	Namespace string
 }
 
 // Defaults of the install (config/default, dist/install.yaml).
 const (
 	defaultAPINamespace = "parley-system"
-	defaultAPIService   = "parley-session-api"
-	// defaultAPIPort is the Service port's name, whatever its number (the install's Role for
-	// the proxy names it so too).
-	defaultAPIPort = "https"
 	// caConfigMap publishes the CAs the Session API's certificates are trusted through (the
 	// manager's sessionapi.CAConfigMapName, key ca.crt).
 	caConfigMap = "parley-session-api-ca"
-	// envToken lets a script give the Session API token without putting it on a command line.
+	// envToken lets a script give a direct connection's token without putting it on a command
+	// line.
 	envToken = "PARLEY_TOKEN"
 )
 
 // AddFlags adds the Session API flags.
 func (f *APIFlags) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.URL, "session-api-url", "",
-		"Reach the Session API at this URL directly (e.g. https://localhost:8082 through kubectl port-forward) instead of through the API server's service proxy")
+		"Reach the Session API at this URL directly (e.g. https://localhost:8082 through kubectl port-forward) instead of through the API server")
 	fs.StringVar(&f.Token, "session-api-token", "",
-		"Bearer token for the Session API (default: $"+envToken+", else the token your kubeconfig sends the API server). "+
-			"Needed when your kubeconfig authenticates with a client certificate: e.g. $(kubectl create token NAME --audience parley)")
+		"Bearer token for a --session-api-url (default: $"+envToken+", else the token your kubeconfig sends the API server), "+
+			"e.g. $(kubectl create token NAME --audience parley)")
 	fs.StringVar(&f.CAFile, "session-api-ca-file", "",
 		"CA certificate to verify a --session-api-url with (default: the ConfigMap "+caConfigMap+" in the manager's namespace, if you may read it)")
 	fs.StringVar(&f.TLSServerName, "session-api-tls-server-name", "",
 		"Name to verify a --session-api-url's certificate for (through a port-forward: parley-session-api.parley-system.svc)")
 	fs.BoolVar(&f.InsecureSkipVerify, "session-api-insecure-skip-tls-verify", false,
 		"Do not verify the certificate of a --session-api-url (local runs only)")
-	fs.StringVar(&f.Namespace, "session-api-namespace", defaultAPINamespace, "Namespace of the Session API Service (where Parley is installed)")
-	fs.StringVar(&f.Service, "session-api-service", defaultAPIService, "Name of the Session API Service")
-	fs.StringVar(&f.Port, "session-api-port", defaultAPIPort, "Port (name or number) of the Session API Service")
-	fs.StringVar(&f.Scheme, "session-api-scheme", "https", "Scheme the service proxy speaks to the Session API (http for a manager started with --session-api-insecure)")
+	fs.StringVar(&f.Namespace, "session-api-namespace", defaultAPINamespace,
+		"Namespace where Parley is installed (the CA ConfigMap a --session-api-url is verified with)")
 }
 
 // kube is a client for Conversations, Checkpoints and Events with the user's kubeconfig.
@@ -87,50 +83,31 @@ func kubeconfigError(err error) error {
 	return fmt.Errorf("reading your kubeconfig: %w (set KUBECONFIG or pass --kubeconfig, --context)", err)
 }
 
-// sessionAPI is a Session API client that authenticates as the user.
+// sessionAPI is a Session API client that acts as the user.
 //
-// Through the service proxy (the default) the API server authenticates the request with the
-// kubeconfig's credentials and checks that the user may proxy to the Service, then removes
-// Authorization before proxying. So the token the Session API reviews travels in
-// Parley-Authorization, which the proxy passes on: the --session-api-token, or else the very
-// token the kubeconfig sends (a static token, an exec or auth-provider plugin's), copied there
-// by a transport wrapper after the kubeconfig's own wrappers set it. With --session-api-url the
-// same token goes in Authorization, straight to the Session API.
+// By default it goes through the API server: the kubeconfig's own client (its credentials
+// whatever they are: a client certificate, a token, an exec or auth-provider plugin; --as)
+// calls the aggregated group session.parley.dev, the API server authenticates the user and
+// authorises the request, then proxies it to a manager replica with the user's identity in
+// front-proxy headers, signed by its own client certificate. No credential of the user reaches
+// the Session API on that path. With --session-api-url the plugin calls the Session API
+// itself, with a bearer token in Authorization.
 func (o *Options) sessionAPI(ctx context.Context) (*parleyclient.Client, error) {
 	cfg, err := o.Config.ToRESTConfig()
 	if err != nil {
 		return nil, kubeconfigError(err)
 	}
-	imp := cfg.Impersonate
-	if imp.UserName != "" || imp.UID != "" || len(imp.Groups) > 0 {
-		return nil, errors.New("--as, --as-uid and --as-group cannot be used with the Session API: it acts on the identity of the token it receives, not an impersonated one")
-	}
-	token := o.API.Token
-	if token == "" {
-		token = os.Getenv(envToken)
-	}
-	if token == "" && cfg.BearerToken == "" && cfg.BearerTokenFile == "" && cfg.ExecProvider == nil && cfg.AuthProvider == nil {
-		return nil, errNoToken(cfg)
-	}
 	if o.API.URL != "" {
-		return o.directClient(ctx, cfg, token)
+		return o.directClient(ctx, cfg)
 	}
-	return o.proxyClient(cfg, token)
+	if o.API.Token != "" {
+		return nil, errors.New("--session-api-token goes with --session-api-url: through the API server your kubeconfig's credentials are used")
+	}
+	return aggregatedClient(cfg)
 }
 
-func errNoToken(cfg *rest.Config) error {
-	how := "sends the API server no bearer token"
-	if cfg.CertFile != "" || len(cfg.CertData) > 0 {
-		how = "authenticates with a client certificate, which the API server cannot pass on to a service"
-	}
-	return fmt.Errorf("your kubeconfig %s, and the Session API needs one to know who you are. "+
-		"Give it a token: --session-api-token \"$(kubectl create token SERVICE-ACCOUNT -n NAMESPACE --audience parley)\" "+
-		"for a ServiceAccount allowed conversations/history (or set $%s)", how, envToken)
-}
-
-func (o *Options) proxyClient(cfg *rest.Config, token string) (*parleyclient.Client, error) {
-	cfg = rest.CopyConfig(cfg)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &proxyToken{next: rt, token: token} })
+// aggregatedClient calls the aggregated group through the API server with cfg's transport.
+func aggregatedClient(cfg *rest.Config) (*parleyclient.Client, error) {
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("building a client for the API server %s: %w", cfg.Host, err)
@@ -142,37 +119,34 @@ func (o *Options) proxyClient(cfg *rest.Config, token string) (*parleyclient.Cli
 	if !strings.Contains(host, "://") {
 		host = "https://" + host
 	}
-	base := strings.TrimRight(host, "/") + proxyPath(o.API)
-	return parleyclient.New(parleyclient.Options{URL: base, HTTPClient: hc})
+	return parleyclient.New(parleyclient.Options{URL: strings.TrimRight(host, "/"), HTTPClient: hc, Aggregated: true})
 }
 
-// proxyPath is the API server's path to the Session API Service.
-func proxyPath(f APIFlags) string {
-	return fmt.Sprintf("/api/v1/namespaces/%s/services/%s:%s:%s/proxy",
-		url.PathEscape(f.Namespace), url.PathEscape(f.Scheme), url.PathEscape(f.Service), url.PathEscape(f.Port))
-}
-
-// proxyToken puts the Session API's token in Parley-Authorization: the given one, or the
-// Authorization the kubeconfig's wrappers (outside this one) set for the API server.
-type proxyToken struct {
-	next  http.RoundTripper
-	token string
-}
-
-func (p *proxyToken) RoundTrip(req *http.Request) (*http.Response, error) {
-	value := req.Header.Get("Authorization")
-	if p.token != "" {
-		value = "Bearer " + p.token
+func errNoToken(cfg *rest.Config) error {
+	how := "sends the API server no bearer token"
+	if cfg.CertFile != "" || len(cfg.CertData) > 0 {
+		how = "authenticates with a client certificate, which cannot be sent to the Session API"
 	}
-	if value == "" {
-		return p.next.RoundTrip(req)
-	}
-	req = req.Clone(req.Context())
-	req.Header.Set("Parley-Authorization", value)
-	return p.next.RoundTrip(req)
+	return fmt.Errorf("your kubeconfig %s, and a --session-api-url needs a token to know who you are. "+
+		"Leave out --session-api-url to go through the API server, or give a token: "+
+		"--session-api-token \"$(kubectl create token SERVICE-ACCOUNT -n NAMESPACE --audience parley)\" "+
+		"for a ServiceAccount allowed conversations/history (or set $%s)", how, envToken)
 }
 
-func (o *Options) directClient(ctx context.Context, cfg *rest.Config, token string) (*parleyclient.Client, error) {
+// directClient calls the Session API at --session-api-url with a bearer token: the given one,
+// else the kubeconfig's (a static token, a file, an exec or auth-provider plugin's).
+func (o *Options) directClient(ctx context.Context, cfg *rest.Config) (*parleyclient.Client, error) {
+	imp := cfg.Impersonate
+	if imp.UserName != "" || imp.UID != "" || len(imp.Groups) > 0 {
+		return nil, errors.New("--as, --as-uid and --as-group cannot be used with --session-api-url: the Session API acts on the identity of the token it receives; leave out --session-api-url to impersonate through the API server")
+	}
+	token := o.API.Token
+	if token == "" {
+		token = os.Getenv(envToken)
+	}
+	if token == "" && cfg.BearerToken == "" && cfg.BearerTokenFile == "" && cfg.ExecProvider == nil && cfg.AuthProvider == nil {
+		return nil, errNoToken(cfg)
+	}
 	tlsConfig := &tls.Config{ //nolint:gosec // InsecureSkipVerify only when the user asks for it
 		MinVersion: tls.VersionTLS12, InsecureSkipVerify: o.API.InsecureSkipVerify, ServerName: o.API.TLSServerName,
 	}

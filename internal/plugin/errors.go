@@ -12,7 +12,8 @@ import (
 )
 
 // apiError says what a failed Session API call means and what to do about it. A problem
-// without a type is not the Session API's answer but the API server's (its service proxy).
+// without a type is not the Session API's answer but the API server's: it authorises a request
+// to the aggregated group before it proxies it, and answers when it cannot reach a replica.
 func (o *Options) apiError(err error, namespace, name string) error {
 	if err == nil {
 		return nil
@@ -22,31 +23,33 @@ func (o *Options) apiError(err error, namespace, name string) error {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return err
 		}
-		where := "through the API server's service proxy"
 		if o.API.URL != "" {
-			where = "at " + o.API.URL
+			return fmt.Errorf("cannot reach the Session API at %s: %w", o.API.URL, err)
 		}
-		return fmt.Errorf("cannot reach the Session API %s: %w", where, err)
+		return fmt.Errorf("cannot reach the Session API through the API server: %w", err)
 	}
-	svc := o.API.Namespace + "/" + o.API.Service
 	conv := namespace + "/" + name
+	const apiService = "apiservice v1alpha1.session.parley.dev"
 	if p.Type == "" && o.API.URL == "" {
 		switch p.Status {
 		case http.StatusNotFound:
-			return fmt.Errorf("the API server found no Session API Service %s with port %s (%s). Is Parley installed in namespace %s? "+
-				"Point at it with --session-api-namespace, --session-api-service and --session-api-port, or connect directly with --session-api-url",
-				svc, o.API.Port, p.Detail, o.API.Namespace)
+			return fmt.Errorf("the API server does not serve session.parley.dev/v1alpha1 (%s). Is Parley installed? "+
+				"kubectl get %s shows its registration; or connect directly with --session-api-url", p.Detail, apiService)
 		case http.StatusServiceUnavailable, http.StatusBadGateway, http.StatusGatewayTimeout:
-			return fmt.Errorf("the API server could not reach the Session API behind service %s (%s). Is the manager running and ready? "+
-				"kubectl -n %s get pods,endpointslices; a manager serving plain HTTP needs --session-api-scheme http",
-				svc, p.Detail, o.API.Namespace)
+			return fmt.Errorf("the API server could not reach the Session API (%s). Is the manager running and ready? "+
+				"kubectl get %s says why in its Available condition", p.Detail, apiService)
 		case http.StatusForbidden:
-			return fmt.Errorf("the API server does not let you proxy to the Session API service %s (%s). "+
-				"Ask for get and create on services/proxy there (docs/kubectl-parley.md, Permissions), or use --session-api-url",
-				svc, p.Detail)
+			return fmt.Errorf("the API server does not let you do this (%s). Reading a conversation needs get on "+
+				"session.parley.dev conversations and conversations/history of parley.dev (parley's conversation-viewer-role); "+
+				"writing needs conversation-editor-role (docs/kubectl-parley.md, Permissions)", p.Detail)
 		case http.StatusUnauthorized:
 			return fmt.Errorf("the API server did not accept your kubeconfig's credentials (%s)", p.Detail)
 		}
+	}
+	if p.Type == wire.ProblemUnauthorized && o.API.URL == "" {
+		return fmt.Errorf("the Session API did not accept the API server's front-proxy request (%s). The manager reads the request-header CA "+
+			"from kube-system/extension-apiserver-authentication: is the API server started with --requestheader-client-ca-file "+
+			"and --proxy-client-cert-file (docs/session-api.md)?", p.Detail)
 	}
 	switch p.Type {
 	case wire.ProblemUnauthorized:

@@ -1,8 +1,11 @@
 package plugin
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
@@ -232,46 +236,49 @@ func TestReadTranscript(t *testing.T) {
 	}
 }
 
-func TestProxyPath(t *testing.T) {
-	got := proxyPath(APIFlags{Namespace: "parley-system", Scheme: "https", Service: "parley-session-api", Port: "https"})
-	if want := "/api/v1/namespaces/parley-system/services/https:parley-session-api:https/proxy"; got != want {
-		t.Fatalf("proxyPath = %q, want %q", got, want)
-	}
-}
-
-// proxyToken copies the kubeconfig's Authorization into Parley-Authorization, or sends the
-// given token there instead, and leaves Authorization to the API server.
-func TestProxyToken(t *testing.T) {
-	var seen http.Header
-	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { seen = r.Header.Clone() }))
+// TestAggregatedPaths: without --session-api-url the plugin calls the aggregated group on the
+// API server with the kubeconfig's transport (its token reaches the API server in
+// Authorization, as every kubectl call's does), a follow reads the log subresource, and no
+// request carries Parley-Authorization.
+func TestAggregatedPaths(t *testing.T) {
+	var mu sync.Mutex
+	var seen []*http.Request
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Clone(context.Background()))
+		mu.Unlock()
+		if r.URL.Query().Get("follow") == "true" {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, "event: epoch\ndata: {}\n\n")
+			return
+		}
+		_, _ = io.WriteString(w, `{"namespace":"a","name":"b"}`)
+	}))
 	defer srv.Close()
-	cases := []struct {
-		token, authorization string
-		wantProxy            string
-	}{
-		{"", "Bearer kube-token", "Bearer kube-token"},
-		{"parley-token", "Bearer kube-token", "Bearer parley-token"},
-		{"parley-token", "", "Bearer parley-token"},
-		{"", "", ""},
+	c, err := aggregatedClient(&rest.Config{Host: srv.URL, BearerToken: "kube-token"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, c := range cases {
-		req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
-		if c.authorization != "" {
-			req.Header.Set("Authorization", c.authorization)
+	ctx := context.Background()
+	if _, err := c.Conversation(ctx, "a", "b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Follow(ctx, "a", "b", 0, func(conversation.Message) error { return nil }); !errors.Is(err, parleyclient.ErrEpochChanged) {
+		t.Fatalf("follow: %v", err)
+	}
+	want := []string{"/apis/session.parley.dev/v1alpha1/namespaces/a/conversations/b", "/apis/session.parley.dev/v1alpha1/namespaces/a/conversations/b/log"}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != len(want) {
+		t.Fatalf("%d requests, want %d", len(seen), len(want))
+	}
+	for i, r := range seen {
+		if r.URL.Path != want[i] {
+			t.Errorf("request %d to %s, want %s", i, r.URL.Path, want[i])
 		}
-		resp, err := (&proxyToken{next: http.DefaultTransport, token: c.token}).RoundTrip(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = resp.Body.Close()
-		if got := seen.Get("Parley-Authorization"); got != c.wantProxy {
-			t.Errorf("token %q, Authorization %q: Parley-Authorization %q, want %q", c.token, c.authorization, got, c.wantProxy)
-		}
-		if got := seen.Get("Authorization"); got != c.authorization {
-			t.Errorf("Authorization changed to %q", got)
-		}
-		if req.Header.Get("Parley-Authorization") != "" {
-			t.Errorf("the caller's request was modified")
+		if r.Header.Get("Authorization") != "Bearer kube-token" || r.Header.Get("Parley-Authorization") != "" {
+			t.Errorf("request %d: Authorization %q, Parley-Authorization %q; want the kubeconfig's token for the API server only",
+				i, r.Header.Get("Authorization"), r.Header.Get("Parley-Authorization"))
 		}
 	}
 }

@@ -52,9 +52,10 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		Long: `kubectl parley works on Parley Conversations: it reads their history through the Session API
 with your own credentials (your RBAC applies) and their objects with your kubeconfig.
 
-The Session API is reached through the API server's service proxy by default
-(service parley-session-api in namespace parley-system); --session-api-url connects directly
-(a port-forward, a manager run on your machine). See docs/kubectl-parley.md.`,
+The Session API is reached through the API server by default (the aggregated group
+session.parley.dev, with your kubeconfig as kubectl uses it: certificate, token or exec plugin);
+--session-api-url connects directly with a token (a port-forward, a manager run on your
+machine). See docs/kubectl-parley.md.`,
 		Example: `  # The transcript of a conversation, tool calls folded
   kubectl parley history my-agent -n team-a
 

@@ -51,6 +51,12 @@ type Options struct {
 	CA     []byte
 	// HTTPClient replaces the default client (its transport's TLS settings win).
 	HTTPClient *http.Client
+	// Aggregated says URL is a Kubernetes API server's, which authenticates the caller and
+	// proxies to the Session API (API aggregation, the group session.parley.dev): paths start
+	// with wire.AggregatedPath instead of wire.APIPath, a follow reads the log subresource
+	// (which the API server lets stream), and HTTPClient carries the caller's credentials for
+	// the API server (a kubeconfig's transport); give no Token.
+	Aggregated bool
 	// Retries is how often a retryable failure is retried (default 5); MaxBackoff caps a wait.
 	Retries    int
 	MaxBackoff time.Duration
@@ -97,6 +103,14 @@ func New(opts Options) (*Client, error) {
 	return &Client{base: u, opts: opts, http: hc, sleep: sleepContext}, nil
 }
 
+// conversationPath is the path of a conversation under the API's prefix.
+func (c *Client) conversationPath(namespace, name string) string {
+	if c.opts.Aggregated {
+		return wire.AggregatedPath + wire.ConversationSubpath(namespace, name)
+	}
+	return wire.ConversationPath(namespace, name)
+}
+
 // FromEnvironment configures a client the way an agent pod is set up: PARLEY_API_URL, the
 // projected token (PARLEY_TOKEN_FILE or DefaultTokenFile), the CA in PARLEY_CA_FILE if set.
 func FromEnvironment() (*Client, error) {
@@ -110,7 +124,7 @@ func FromEnvironment() (*Client, error) {
 // Conversation reads a conversation's summary.
 func (c *Client) Conversation(ctx context.Context, namespace, name string) (*wire.Conversation, error) {
 	var out wire.Conversation
-	err := c.do(ctx, http.MethodGet, wire.ConversationPath(namespace, name), nil, &out)
+	err := c.do(ctx, http.MethodGet, c.conversationPath(namespace, name), nil, &out)
 	return &out, err
 }
 
@@ -123,7 +137,7 @@ func (c *Client) Messages(ctx context.Context, namespace, name string, after uin
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
 	}
-	path := wire.ConversationPath(namespace, name) + "/messages"
+	path := c.conversationPath(namespace, name) + "/messages"
 	if len(q) > 0 {
 		path += "?" + q.Encode()
 	}
@@ -136,7 +150,7 @@ func (c *Client) Messages(ctx context.Context, namespace, name string, after uin
 // Every message needs an id; a retry (by this client or the caller) stores nothing twice.
 func (c *Client) Append(ctx context.Context, namespace, name string, msgs []conversation.Message) (*wire.AppendResponse, error) {
 	var out wire.AppendResponse
-	err := c.do(ctx, http.MethodPost, wire.ConversationPath(namespace, name)+"/messages", wire.AppendRequest{Messages: msgs}, &out)
+	err := c.do(ctx, http.MethodPost, c.conversationPath(namespace, name)+"/messages", wire.AppendRequest{Messages: msgs}, &out)
 	return &out, err
 }
 
@@ -250,31 +264,31 @@ func sleepContext(ctx context.Context, d time.Duration) error {
 // AppendEvents stores reducer events in order; each needs an id, repeated on a retry.
 func (c *Client) AppendEvents(ctx context.Context, namespace, name string, events []wire.Event) (*wire.EventsResponse, error) {
 	var out wire.EventsResponse
-	err := c.do(ctx, http.MethodPost, wire.ConversationPath(namespace, name)+"/events", wire.EventsRequest{Events: events}, &out)
+	err := c.do(ctx, http.MethodPost, c.conversationPath(namespace, name)+"/events", wire.EventsRequest{Events: events}, &out)
 	return &out, err
 }
 
 // PutAdapterState reports the adapter's latest state (latest wins).
 func (c *Client) PutAdapterState(ctx context.Context, namespace, name string, state wire.AdapterStateRequest) error {
-	return c.do(ctx, http.MethodPut, wire.ConversationPath(namespace, name)+"/adapter-state", state, nil)
+	return c.do(ctx, http.MethodPut, c.conversationPath(namespace, name)+"/adapter-state", state, nil)
 }
 
 // Checkpoint asks for a Manual Checkpoint and returns its name.
 func (c *Client) Checkpoint(ctx context.Context, namespace, name string, req wire.CheckpointRequest) (string, error) {
 	var out wire.CheckpointResponse
-	err := c.do(ctx, http.MethodPost, wire.ConversationPath(namespace, name)+"/checkpoints", req, &out)
+	err := c.do(ctx, http.MethodPost, c.conversationPath(namespace, name)+"/checkpoints", req, &out)
 	return out.Name, err
 }
 
 // Compact asks the controller to compact the conversation now.
 func (c *Client) Compact(ctx context.Context, namespace, name string) error {
-	return c.do(ctx, http.MethodPost, wire.ConversationPath(namespace, name)+"/compact", struct{}{}, nil)
+	return c.do(ctx, http.MethodPost, c.conversationPath(namespace, name)+"/compact", struct{}{}, nil)
 }
 
 // Resume reads the resume bundle a new agent pod would have mounted now, cut at turn (0: the
 // latest complete turn).
 func (c *Client) Resume(ctx context.Context, namespace, name string, turn int) (*wire.ResumeBundle, error) {
-	path := wire.ConversationPath(namespace, name) + "/resume"
+	path := c.conversationPath(namespace, name) + "/resume"
 	if turn > 0 {
 		path += "?turn=" + strconv.Itoa(turn)
 	}
@@ -289,7 +303,7 @@ func (c *Client) Resume(ctx context.Context, namespace, name string, turn int) (
 // threads, adapter reports and transcript records.
 func (c *Client) State(ctx context.Context, namespace, name string) (*wire.StateResponse, error) {
 	out := &wire.StateResponse{}
-	if err := c.do(ctx, http.MethodGet, wire.ConversationPath(namespace, name)+"/state", nil, out); err != nil {
+	if err := c.do(ctx, http.MethodGet, c.conversationPath(namespace, name)+"/state", nil, out); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -328,7 +342,7 @@ func (c *Client) Reset(ctx context.Context, namespace, name string, req wire.Res
 		req.ID = hex.EncodeToString(b)
 	}
 	out := &wire.ResetResponse{}
-	if err := c.do(ctx, http.MethodPost, wire.ConversationPath(namespace, name)+"/reset", req, out); err != nil {
+	if err := c.do(ctx, http.MethodPost, c.conversationPath(namespace, name)+"/reset", req, out); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -339,7 +353,7 @@ func (c *Client) Reset(ctx context.Context, namespace, name string, req wire.Res
 // same id and part number stores nothing twice.
 func (c *Client) Import(ctx context.Context, namespace, name string, req wire.ImportRequest) (*wire.ImportResponse, error) {
 	out := &wire.ImportResponse{}
-	if err := c.do(ctx, http.MethodPost, wire.ConversationPath(namespace, name)+"/import", req, out); err != nil {
+	if err := c.do(ctx, http.MethodPost, c.conversationPath(namespace, name)+"/import", req, out); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -62,9 +62,15 @@ func retryable(err error) bool {
 }
 
 func (c *Client) followOnce(ctx context.Context, namespace, name string, after uint64, fn func(uint64, conversation.Message) error) (bool, error) {
-	path := wire.ConversationPath(namespace, name) + "/messages?follow=true"
+	// Through the API server a follow reads the log subresource: the API server cuts requests
+	// to other subresources at its request timeout.
+	endpoint := "/messages"
+	if c.opts.Aggregated {
+		endpoint = "/log"
+	}
+	path := c.conversationPath(namespace, name) + endpoint + "?follow=true"
 	u := *c.base
-	u.Path = strings.TrimRight(u.Path, "/") + wire.ConversationPath(namespace, name) + "/messages"
+	u.Path = strings.TrimRight(u.Path, "/") + c.conversationPath(namespace, name) + endpoint
 	u.RawQuery = "follow=true"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
