@@ -1,8 +1,11 @@
 // Package plugin runs kubectl parley against a live manager: the real manager binary on a real
-// kube-apiserver (envtest), with its Session API reached the way users reach it — through the
-// API server's service proxy, with a user's own token and RBAC. The API server refuses to proxy
-// to loopback, so the Session API listens on all addresses and a selector-less Service with an
-// EndpointSlice and Endpoints points at this host's first global IPv4 address.
+// kube-apiserver (envtest) started with API aggregation as a cluster's control plane is (a
+// request-header CA, the aggregator's front-proxy client certificate, aggregator routing to
+// endpoints), the install's APIService, and users with their own kubeconfigs (client
+// certificates, tokens, an exec plugin) and RBAC. The aggregator dials the Session API
+// Service's endpoints: a selector-less Service with an EndpointSlice and Endpoints naming this
+// host's first global IPv4 address, where a recorder notes every request's headers and passes
+// it on to the manager.
 package plugin
 
 import (
@@ -59,6 +62,11 @@ var env struct {
 	// adminKubeconfig authenticates with a client certificate (envtest's admin).
 	adminKubeconfig string
 	managerLog      string
+	frontProxy      *frontProxy
+	// recorder sees every request the aggregator sends the Session API.
+	recorder *recorder
+	// te adds users with client certificates.
+	te *crenvtest.Environment
 }
 
 func TestMain(m *testing.M) {
@@ -74,7 +82,7 @@ func runMain(m *testing.M) int {
 	}
 	ip, err := hostIPv4()
 	if err != nil {
-		// Without a routable address the API server cannot proxy to the Session API.
+		// Without a routable address no endpoint looks like a pod's.
 		fmt.Fprintln(os.Stderr, "SKIP test/plugin:", err)
 		return 0
 	}
@@ -88,18 +96,6 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	te := &crenvtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-		BinaryAssetsDirectory: assets,
-	}
-	cfg, err := te.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting envtest:", err)
-		return 1
-	}
-	defer func() { _ = te.Stop() }()
-	env.cfg = cfg
 	dir, err := os.MkdirTemp("", "parley-plugin-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -107,6 +103,23 @@ func runMain(m *testing.M) int {
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
 	env.dir = dir
+	if env.frontProxy, err = newFrontProxy(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	te := &crenvtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+		BinaryAssetsDirectory: assets,
+	}
+	env.frontProxy.configure(te)
+	cfg, err := te.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting envtest:", err)
+		return 1
+	}
+	defer func() { _ = te.Stop() }()
+	env.cfg, env.te = cfg, te
 
 	stop, err := setUp(root)
 	if stop != nil {
@@ -137,8 +150,9 @@ func tail(s string, n int) string {
 	return s
 }
 
-// setUp builds and starts the manager, publishes its Session API as the Service the plugin
-// proxies to, and waits until it answers through the proxy.
+// setUp builds and starts the manager, registers the install's APIService, publishes the
+// Session API Service (its endpoints: the recorder in front of the manager), and waits until
+// the aggregator finds the group available.
 func setUp(root string) (func(), error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -151,6 +165,10 @@ func setUp(root string) (func(), error) {
 		return nil, err
 	}
 	if err := env.admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: managerNamespace}}); err != nil {
+		return nil, err
+	}
+	// Before the manager starts, as kubectl apply of dist/install.yaml creates it.
+	if err := createAPIService(ctx, root); err != nil {
 		return nil, err
 	}
 	bin := filepath.Join(env.dir, "manager")
@@ -170,7 +188,7 @@ func setUp(root string) (func(), error) {
 	cmd := exec.Command(bin,
 		"--leader-elect=false", "--health-probe-bind-address=0", "--metrics-bind-address=0",
 		fmt.Sprintf("--session-api-bind-address=0.0.0.0:%d", env.apiPort),
-		"--session-api-hosts=127.0.0.1,"+env.hostIP,
+		"--session-api-hosts=127.0.0.1,"+env.hostIP+","+serviceHost,
 	)
 	// POD_NAMESPACE: the replicas' shared Session API CA lives there, as in a cluster.
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.adminKubeconfig, "POD_NAMESPACE="+managerNamespace)
@@ -190,9 +208,6 @@ func setUp(root string) (func(), error) {
 			<-exited
 		}
 	}
-	if err := publishService(ctx); err != nil {
-		return stop, err
-	}
 	// The CA is published once the Session API set up its TLS.
 	for {
 		cm := &corev1.ConfigMap{}
@@ -209,24 +224,29 @@ func setUp(root string) (func(), error) {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	return stop, nil
+	if env.recorder, err = startRecorder(ctx, env.frontProxy); err != nil {
+		return stop, err
+	}
+	if err := publishService(ctx, env.recorder.port); err != nil {
+		return stop, err
+	}
+	return stop, waitForAPIService(ctx)
 }
 
 // publishService creates the Session API Service of the install, without a selector, and
-// endpoints naming this host, where the manager process listens (no controller manager runs
-// here to write them).
-func publishService(ctx context.Context) error {
+// endpoints naming this host's port (no controller manager runs here to write them).
+func publishService(ctx context.Context, hostPort int) error {
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: managerNamespace, Name: "parley-session-api"},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{
-			Name: "https", Port: 8082, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(int32(env.apiPort)),
+			Name: "https", Port: 8082, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(int32(hostPort)),
 		}}},
 	}
 	if err := env.admin.Create(ctx, svc); err != nil {
 		return err
 	}
-	// The service proxy goes only to addresses of pods (Endpoints targetRef, a pod with that IP):
-	// the manager's pod, which the kubelet would report running at this host's address.
+	// The endpoints name the manager's pod, which the kubelet would report running at this
+	// host's address.
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: managerNamespace, Name: "parley-controller-manager-0"},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Image: "parley-manager:dev"}}},
@@ -238,8 +258,8 @@ func publishService(ctx context.Context) error {
 	if err := env.admin.Status().Update(ctx, pod); err != nil {
 		return err
 	}
-	port := int32(env.apiPort)
-	if err := env.admin.Create(ctx, &corev1.Endpoints{ //nolint:staticcheck // the API server's service proxy still reads Endpoints
+	port := int32(hostPort)
+	if err := env.admin.Create(ctx, &corev1.Endpoints{ //nolint:staticcheck // the aggregator may still read Endpoints
 		ObjectMeta: metav1.ObjectMeta{Namespace: managerNamespace, Name: svc.Name},
 		Subsets: []corev1.EndpointSubset{{ //nolint:staticcheck // as above
 			Addresses: []corev1.EndpointAddress{{IP: env.hostIP, TargetRef: &corev1.ObjectReference{
@@ -264,7 +284,7 @@ func publishService(ctx context.Context) error {
 	})
 }
 
-// hostIPv4 is this host's first global IPv4 address (the API server proxies to no loopback).
+// hostIPv4 is this host's first global IPv4 address (an endpoint a pod could have).
 func hostIPv4() (string, error) {
 	ifaces, err := net.Interfaces()
 	if err != nil {
@@ -295,7 +315,8 @@ func freePort() (int, error) {
 
 // user is a person with a kubeconfig holding their own token (a ServiceAccount's, for the
 // API server's audience, as a CI bot or an OIDC user has one) and the rights a team member
-// gets: conversation-editor-style rules in their namespace, and the proxy to the Session API.
+// gets: conversation-editor-style rules in their namespace, with the aggregated group's
+// subresources, and the install's session-api-user Role (the CA ConfigMap, for direct access).
 type user struct {
 	ns, name, token, kubeconfig string
 }
@@ -311,6 +332,9 @@ func newUser(t *testing.T, history ...string) *user {
 	rules := []rbacv1.PolicyRule{
 		{APIGroups: []string{"parley.dev"}, Resources: []string{"conversations", "checkpoints"}, Verbs: []string{"get", "list", "watch", "create", "patch", "update", "delete"}},
 		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"list"}},
+		// What the API server authorises before it proxies to the Session API, which then
+		// checks conversations/history.
+		{APIGroups: []string{"session.parley.dev"}, Resources: aggregatedResources, Verbs: []string{"get", "create", "update"}},
 	}
 	if len(history) > 0 {
 		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{"parley.dev"}, Resources: []string{"conversations/history"}, Verbs: history})
@@ -321,10 +345,9 @@ func newUser(t *testing.T, history ...string) *user {
 		ObjectMeta: metav1.ObjectMeta{Namespace: u.ns, Name: "team"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "team"}, Subjects: subject,
 	}))
-	// The proxy to the Session API Service, as docs/kubectl-parley.md grants it.
 	must(t, env.admin.Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: managerNamespace, Name: "proxy-" + u.ns},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: proxyRole(t)}, Subjects: subject,
+		ObjectMeta: metav1.ObjectMeta{Namespace: managerNamespace, Name: "ca-" + u.ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: userRole(t)}, Subjects: subject,
 	}))
 	tr := &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
 	must(t, env.admin.SubResource("token").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: u.ns, Name: u.name}}, tr))
@@ -334,14 +357,20 @@ func newUser(t *testing.T, history ...string) *user {
 	return u
 }
 
-var proxyRoleOnce sync.Once
+// aggregatedResources are the aggregated group's resources (RBAC matches a subresource only by
+// its whole name).
+var aggregatedResources = []string{"conversations", "conversations/messages", "conversations/log", "conversations/events",
+	"conversations/adapter-state", "conversations/checkpoints", "conversations/compact", "conversations/reset",
+	"conversations/resume", "conversations/state", "conversations/import", "conversations/transcript", "conversations/transcripts"}
 
-// proxyRole is the Role the install ships for users of the service proxy
+var userRoleOnce sync.Once
+
+// userRole is the Role the install ships for people who reach the Session API directly
 // (config/rbac/session_api_user_role.yaml), created in the manager's namespace as
 // dist/install.yaml names it.
-func proxyRole(t *testing.T) string {
+func userRole(t *testing.T) string {
 	const name = "parley-session-api-user-role"
-	proxyRoleOnce.Do(func() {
+	userRoleOnce.Do(func() {
 		root, err := repopath.Root()
 		must(t, err)
 		raw, err := os.ReadFile(filepath.Join(root, "config", "rbac", "session_api_user_role.yaml"))

@@ -23,6 +23,7 @@ import (
 	"github.com/parley-dev/parley/internal/plugin"
 	"github.com/parley-dev/parley/internal/sessionapi"
 	"github.com/parley-dev/parley/pkg/conversation"
+	"github.com/parley-dev/parley/pkg/wire"
 	"github.com/parley-dev/parley/test/fixtures"
 )
 
@@ -73,7 +74,7 @@ func inOrder(t *testing.T, s string, pieces ...string) {
 	}
 }
 
-func TestHistoryThroughTheServiceProxy(t *testing.T) {
+func TestHistoryThroughTheAPIServer(t *testing.T) {
 	ctx := context.Background()
 	u := newUser(t, "get", "create")
 	conv := u.conversation(t, "chat", nil)
@@ -119,7 +120,7 @@ func TestRBACAndCredentials(t *testing.T) {
 	alice.conversation(t, "chat", nil)
 	appendMessages(t, alice, "chat", twoTurns(""))
 
-	t.Run("a user without conversations/history is refused through the proxy, with what to ask for", func(t *testing.T) {
+	t.Run("a user without conversations/history is refused through the API server, with what to ask for", func(t *testing.T) {
 		bob := newUser(t) // may read Conversation objects, not histories
 		bob.conversation(t, "mine", nil)
 		_, _, err := bob.kp(ctx, "history", "mine")
@@ -127,31 +128,33 @@ func TestRBACAndCredentials(t *testing.T) {
 			!strings.Contains(err.Error(), "conversation-viewer-role") {
 			t.Fatalf("want a 403 naming the user and the role to ask for, got %v", err)
 		}
-		// And reading alice's conversation from bob's namespace is no better.
+		// And reading alice's conversation is no better: bob has no rights in her namespace,
+		// so the API server refuses before the Session API is asked.
 		_, _, err = bob.kp(ctx, "history", "chat", "-n", alice.ns)
-		if err == nil || !strings.Contains(err.Error(), "may not get conversations/history") {
+		if err == nil || !strings.Contains(err.Error(), "the API server does not let you") {
 			t.Fatalf("bob read alice's history: %v", err)
 		}
 	})
 
-	t.Run("a client certificate cannot reach the Session API through the proxy: the error says how", func(t *testing.T) {
-		_, _, err := runPlugin(ctx, "--kubeconfig", env.adminKubeconfig, "-n", alice.ns, "history", "chat")
-		if err == nil || !strings.Contains(err.Error(), "authenticates with a client certificate") ||
-			!strings.Contains(err.Error(), "--session-api-token") {
-			t.Fatalf("want the client-certificate explanation, got %v", err)
+	t.Run("--session-api-token goes with --session-api-url only", func(t *testing.T) {
+		_, _, err := alice.kp(ctx, "history", "chat", "--session-api-token", alice.token)
+		if err == nil || !strings.Contains(err.Error(), "--session-api-token goes with --session-api-url") {
+			t.Fatalf("a token without a URL: %v", err)
 		}
 	})
 
-	t.Run("with --session-api-token a certificate user reaches it as that token's identity", func(t *testing.T) {
-		out, _, err := runPlugin(ctx, "--kubeconfig", env.adminKubeconfig, "-n", alice.ns, "history", "chat", "--session-api-token", alice.token)
+	t.Run("impersonation applies through the API server, and is refused with a direct URL", func(t *testing.T) {
+		as := "system:serviceaccount:" + alice.ns + ":alice"
+		out, _, err := runPlugin(ctx, "--kubeconfig", env.adminKubeconfig, "-n", alice.ns, "history", "chat", "--as", as)
 		must(t, err)
 		inOrder(t, out, "4 messages", "Two files")
-	})
-
-	t.Run("impersonation is refused rather than silently ignored", func(t *testing.T) {
-		_, _, err := alice.kp(ctx, "history", "chat", "--as", "someone")
-		if err == nil || !strings.Contains(err.Error(), "cannot be used with the Session API") {
-			t.Fatalf("--as: %v", err)
+		_, _, err = runPlugin(ctx, "--kubeconfig", env.adminKubeconfig, "-n", alice.ns, "history", "chat", "--as", "nobody")
+		if err == nil || !strings.Contains(err.Error(), "the API server does not let you") {
+			t.Fatalf("--as a user without rights: %v", err)
+		}
+		_, _, err = alice.kp(ctx, "history", "chat", "--as", "someone", "--session-api-url", fmt.Sprintf("https://127.0.0.1:%d", env.apiPort))
+		if err == nil || !strings.Contains(err.Error(), "cannot be used with --session-api-url") {
+			t.Fatalf("--as with a direct URL: %v", err)
 		}
 	})
 
@@ -183,12 +186,10 @@ func TestRBACAndCredentials(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "cannot reach the Session API at "+url) || !strings.Contains(err.Error(), "certificate") {
 			t.Fatalf("an unverified certificate: %v", err)
 		}
-	})
-
-	t.Run("a Service that is not there", func(t *testing.T) {
-		_, _, err := alice.kp(ctx, "history", "chat", "--session-api-namespace", "nowhere")
-		if err == nil || !strings.Contains(err.Error(), "--session-api-namespace") {
-			t.Fatalf("a missing Service: %v", err)
+		// A client certificate has no token to send directly: the error says what to do.
+		_, _, err = runPlugin(ctx, "--kubeconfig", env.adminKubeconfig, "-n", alice.ns, "history", "chat", "--session-api-url", url)
+		if err == nil || !strings.Contains(err.Error(), "authenticates with a client certificate") || !strings.Contains(err.Error(), "Leave out --session-api-url") {
+			t.Fatalf("a certificate kubeconfig with a direct URL: %v", err)
 		}
 	})
 
@@ -552,9 +553,10 @@ func TestKubectlFindsThePlugin(t *testing.T) {
 	if b, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, b)
 	}
+	kubeconfig := u.kubeconfig
 	run := func(args ...string) string {
 		cmd := exec.CommandContext(ctx, kubectl, args...)
-		cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBECONFIG="+u.kubeconfig)
+		cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBECONFIG="+kubeconfig)
 		b, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, b)
@@ -564,4 +566,11 @@ func TestKubectlFindsThePlugin(t *testing.T) {
 	inOrder(t, run("parley", "--help"), "kubectl parley [command]", "history", "tail")
 	inOrder(t, run("parley", "history", "chat", "-n", u.ns), "4 messages", "Two files")
 	inOrder(t, run("parley", "version"), "kubectl-parley ")
+	// A plain kubectl user reads the messages through the aggregated group.
+	inOrder(t, run("get", "--raw", wire.AggregatedPath+wire.ConversationSubpath(u.ns, "chat")+"/messages"), `"messages"`, "Two files")
+	// The same with the admin's client-certificate kubeconfig; "conversations" still means
+	// parley.dev's Conversations (the aggregated group ranks below CRDs).
+	kubeconfig = env.adminKubeconfig
+	inOrder(t, run("parley", "history", "chat", "-n", u.ns), "4 messages", "Two files")
+	inOrder(t, run("get", "conversations", "-n", u.ns, "-o", "jsonpath={.items[0].apiVersion}"), "parley.dev/v1alpha1")
 }
