@@ -201,8 +201,10 @@ func TestAggregatedDiscovery(t *testing.T) {
 			t.Errorf("%s offers %v: the namespace controller would try to list and delete it", r.Name, r.Verbs)
 		}
 	}
-	for _, want := range []string{"conversations", "conversations/messages", "conversations/log", "conversations/state",
-		"conversations/resume", "conversations/transcripts", "conversations/reset", "conversations/import"} {
+	for _, want := range []string{
+		"conversations", "conversations/messages", "conversations/log", "conversations/state",
+		"conversations/resume", "conversations/transcripts", "conversations/reset", "conversations/import",
+	} {
 		if !names[want] {
 			t.Errorf("discovery lacks %s", want)
 		}

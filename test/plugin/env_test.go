@@ -359,9 +359,11 @@ func newUser(t *testing.T, history ...string) *user {
 
 // aggregatedResources are the aggregated group's resources (RBAC matches a subresource only by
 // its whole name).
-var aggregatedResources = []string{"conversations", "conversations/messages", "conversations/log", "conversations/events",
+var aggregatedResources = []string{
+	"conversations", "conversations/messages", "conversations/log", "conversations/events",
 	"conversations/adapter-state", "conversations/checkpoints", "conversations/compact", "conversations/reset",
-	"conversations/resume", "conversations/state", "conversations/import", "conversations/transcript", "conversations/transcripts"}
+	"conversations/resume", "conversations/state", "conversations/import", "conversations/transcript", "conversations/transcripts",
+}
 
 var userRoleOnce sync.Once
 
