@@ -64,6 +64,12 @@ const (
 	ReasonMaxRestartsExceeded = "MaxRestartsExceeded"
 	// ReasonPoisonTurn: the agent crashed three times in a row at the same turn.
 	ReasonPoisonTurn = "PoisonTurn"
+	// ReasonPodNameTaken: a pod Parley did not create holds the next agent pod's name; Parley
+	// neither adopts nor deletes it and retries later (AgentRunning=False).
+	ReasonPodNameTaken = "PodNameTaken"
+	// ReasonBundleNameTaken: a ConfigMap Parley did not create holds the next resume bundle's
+	// name; Parley neither mounts nor deletes it and retries later (AgentRunning=False).
+	ReasonBundleNameTaken = "BundleNameTaken"
 	// ReasonBundleTooLarge: the resume bundle exceeds what a ConfigMap volume holds.
 	ReasonBundleTooLarge = "BundleTooLarge"
 	// ReasonNotImplemented: the feature is declared in the API but this version of the manager
@@ -227,6 +233,9 @@ const (
 	EventAgentStopped = "AgentStopped"
 	// EventAgentNotStarted: the agent pod cannot start for a reason that is not a crash (Warning).
 	EventAgentNotStarted = "AgentNotStarted"
+	// EventAgentNameTaken: an object Parley did not create holds the name of the next agent pod
+	// or resume bundle; it is left alone (Warning).
+	EventAgentNameTaken = "AgentNameTaken"
 )
 
 // AnnotationCompactRequestedAt on a Conversation asks for a compaction now (RFC 3339 time):

@@ -562,6 +562,12 @@ type AgentStatus struct {
 	// podName of the current agent pod.
 	// +optional
 	PodName string `json:"podName,omitempty"`
+	// podUID is the UID of the agent pod Parley created under podName. The Session API binds
+	// an agent token to its conversation by this UID (the token's pod-uid), not by the name:
+	// a pod someone else creates under the same name is another pod.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	PodUID string `json:"podUID,omitempty"`
 	// attempt counts the agent pods started for this session (after crashes, and on resume
 	// after a suspend); the current pod's name ends in it.
 	// +optional

@@ -19,6 +19,9 @@ type agentSeen struct {
 	// foreign: the pod is not controlled by this Conversation (someone else made it and
 	// pointed status.agent.podName at it): Parley never stops or restarts it.
 	foreign bool
+	// podUID is the UID of the controlled pod: recorded in status.agent.podUID when status
+	// does not hold it yet (a pod created by a manager that did not record it).
+	podUID string
 	// podTemplate is the template hash the pod was built from; template the spec's now.
 	podTemplate, template string
 	// crashTurn is the turn the agent was working on when it crashed (one past the last
@@ -108,7 +111,7 @@ func decideAgent(s *conversationScope, seen agentSeen) agentPlan {
 		if seen.exists && prev != stopping && spec != nil {
 			s.event(parleyv1alpha1.EventAgentStopped, "Stop", "agent pod %s removed: %s", st.PodName, stopping)
 		}
-		st.PodName, st.NextStartAt = "", nil
+		st.PodName, st.PodUID, st.NextStartAt = "", "", nil
 		return plan
 	}
 
@@ -125,6 +128,9 @@ func decideAgent(s *conversationScope, seen agentSeen) agentPlan {
 	if seen.foreign {
 		cond(metav1.ConditionFalse, parleyv1alpha1.ReasonPodPending, "pod %s is not controlled by this Conversation; Parley leaves it alone", st.PodName)
 		return agentPlan{}
+	}
+	if st.PodUID == "" {
+		st.PodUID = seen.podUID
 	}
 
 	obs := seen.obs

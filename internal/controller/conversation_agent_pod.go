@@ -52,6 +52,7 @@ func (r *ConversationReconciler) reconcileAgent(ctx context.Context, s *conversa
 	if plan.start != "" {
 		if err := r.startAgentPod(ctx, s, plan.start); err != nil {
 			var conflict *agentpod.ConflictError
+			var taken *nameTakenError
 			switch {
 			case errors.As(err, &conflict):
 				s.setCondition(parleyv1alpha1.ConditionAgentRunning, metav1.ConditionFalse, parleyv1alpha1.ReasonTemplateConflict,
@@ -67,6 +68,13 @@ func (r *ConversationReconciler) reconcileAgent(ctx context.Context, s *conversa
 				s.setCondition(parleyv1alpha1.ConditionAgentRunning, metav1.ConditionFalse, parleyv1alpha1.ReasonInvalidTemplate, err.Error())
 			case errors.Is(err, bundle.ErrTooLarge):
 				s.setCondition(parleyv1alpha1.ConditionAgentRunning, metav1.ConditionFalse, parleyv1alpha1.ReasonBundleTooLarge, err.Error())
+			case errors.As(err, &taken):
+				msg := taken.Error() + "; Parley neither uses nor deletes it, and tries again until the name is free"
+				if c := meta.FindStatusCondition(s.conv.Status.Conditions, parleyv1alpha1.ConditionAgentRunning); c == nil || c.Reason != taken.reason {
+					s.warning(parleyv1alpha1.EventAgentNameTaken, "Start", "%s", msg)
+				}
+				s.setCondition(parleyv1alpha1.ConditionAgentRunning, metav1.ConditionFalse, taken.reason, msg)
+				s.requeueAt(s.now.Add(r.nameTakenRetry()))
 			default:
 				s.setCondition(parleyv1alpha1.ConditionAgentRunning, metav1.ConditionFalse, parleyv1alpha1.ReasonPodPending, "creating the agent pod: "+err.Error())
 				s.retryErr = err
@@ -99,10 +107,12 @@ func (r *ConversationReconciler) seeAgent(ctx context.Context, s *conversationSc
 		return seen, fmt.Errorf("reading agent pod %s: %w", key, err)
 	case pod.Annotations[AnnotationStoppedBy] != "":
 		// Parley is deleting it (a status write after the delete was lost): nothing to record.
+	case st.PodUID != "" && string(pod.UID) != st.PodUID:
+		// Another pod under the name: the one Parley created is gone, whoever made this one.
 	case !metav1.IsControlledBy(pod, s.conv):
 		seen.exists, seen.foreign = true, true
 	default:
-		seen.exists = true
+		seen.exists, seen.podUID = true, string(pod.UID)
 		seen.podTemplate = pod.Annotations[agentpod.AnnotationTemplateHash]
 		seen.obs = agentpod.Classify(pod, r.nodeOf(ctx, pod), s.now, r.nodeLostGrace())
 		s.agentPod = pod
@@ -235,10 +245,10 @@ func (r *ConversationReconciler) startAgentPod(ctx context.Context, s *conversat
 		Data:      files.data,
 		Immutable: ptr.To(true),
 	}
-	if err := r.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := r.createControlled(ctx, s.conv, cm, parleyv1alpha1.ReasonBundleNameTaken); err != nil {
 		return fmt.Errorf("creating the resume bundle ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
 	}
-	if err := r.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := r.createControlled(ctx, s.conv, pod, parleyv1alpha1.ReasonPodNameTaken); err != nil {
 		return fmt.Errorf("creating agent pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 
@@ -249,7 +259,7 @@ func (r *ConversationReconciler) startAgentPod(ctx context.Context, s *conversat
 		}
 	}
 	previous := st.PodName
-	st.Attempt, st.PodName, st.NextStartAt, st.ResumedFrom = attempt, pod.Name, nil, checkpoint
+	st.Attempt, st.PodName, st.PodUID, st.NextStartAt, st.ResumedFrom = attempt, pod.Name, string(pod.UID), nil, checkpoint
 	s.agentStarted = cause
 	s.setCondition(parleyv1alpha1.ConditionAgentRunning, metav1.ConditionFalse, parleyv1alpha1.ReasonPodPending,
 		fmt.Sprintf("agent pod %s created (attempt %d); waiting for it to run", pod.Name, attempt))
@@ -269,12 +279,10 @@ func (r *ConversationReconciler) startAgentPod(ctx context.Context, s *conversat
 // Conversation's owner references remove them all in the end.
 func (r *ConversationReconciler) pruneAgentObjects(ctx context.Context, s *conversationScope, attempt int32) {
 	if attempt > 2 {
-		old := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: s.conv.Namespace, Name: agentpod.PodName(s.conv.Name, attempt-2)}}
-		_ = r.Delete(ctx, old)
+		r.deleteControlled(ctx, s.conv, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: s.conv.Namespace, Name: agentpod.PodName(s.conv.Name, attempt-2)}})
 	}
 	if attempt > 1 {
-		old := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: s.conv.Namespace, Name: bundleConfigMapName(s.conv.Name, attempt-1)}}
-		_ = r.Delete(ctx, old)
+		r.deleteControlled(ctx, s.conv, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: s.conv.Namespace, Name: bundleConfigMapName(s.conv.Name, attempt-1)}})
 	}
 }
 

@@ -154,6 +154,19 @@ func TestDecideAgent(t *testing.T) {
 			wantAgent:  &parleyv1alpha1.AgentStatus{PodName: "c-agent-1", Attempt: 1},
 			wantEvents: []string{parleyv1alpha1.EventAgentNotStarted},
 		},
+		"the UID of a pod created before it was recorded is recorded": {
+			conv: testConv(withAgent, historyUp, withAgentStatus(pod1)), seen: agentSeen{exists: true, obs: running, podUID: "u1", podTemplate: "h", template: "h"},
+			wantStatus: metav1.ConditionTrue, wantReason: parleyv1alpha1.ReasonPodRunning,
+			wantAgent: &parleyv1alpha1.AgentStatus{PodName: "c-agent-1", PodUID: "u1", Attempt: 1},
+		},
+		"suspend forgets the pod's UID with its name": {
+			conv: testConv(withAgent, historyUp, withAgentStatus(parleyv1alpha1.AgentStatus{PodName: "c-agent-1", PodUID: "u1", Attempt: 1}),
+				func(c *parleyv1alpha1.Conversation) { c.Spec.Suspend = ptrTo(true) }),
+			seen:       agentSeen{exists: true, obs: running, podUID: "u1"},
+			wantStatus: metav1.ConditionFalse, wantReason: parleyv1alpha1.ReasonSuspended, wantPlan: agentPlan{stop: true},
+			wantAgent:  &parleyv1alpha1.AgentStatus{Attempt: 1},
+			wantEvents: []string{parleyv1alpha1.EventAgentStopped},
+		},
 		"a pod that cannot start is replaced once the template changes": {
 			conv:       testConv(withAgent, historyUp, withAgentStatus(pod1)),
 			seen:       agentSeen{exists: true, obs: agentpod.Observation{State: agentpod.Blocked, Reason: parleyv1alpha1.ReasonImagePullFailed}, podTemplate: "old", template: "new"},
@@ -244,7 +257,7 @@ func TestDecideAgent(t *testing.T) {
 				if got == nil {
 					t.Fatal("status.agent not set")
 				}
-				if got.PodName != w.PodName || (w.Attempt != 0 && got.Attempt != w.Attempt) || (w.FailuresAtTurn != 0 && got.FailuresAtTurn != w.FailuresAtTurn) {
+				if got.PodName != w.PodName || got.PodUID != w.PodUID || (w.Attempt != 0 && got.Attempt != w.Attempt) || (w.FailuresAtTurn != 0 && got.FailuresAtTurn != w.FailuresAtTurn) {
 					t.Errorf("status.agent %+v, want %+v", got, w)
 				}
 				if wf := w.LastFailure; wf != nil {

@@ -64,6 +64,9 @@ type ConversationReconciler struct {
 	// NodeLostGrace is how long an agent pod's node may be NotReady before the pod counts as
 	// lost (DefaultNodeLostGrace when zero).
 	NodeLostGrace time.Duration
+	// NameTakenRetry is how long the agent phase waits before trying again a pod or bundle
+	// name that an object it does not control holds (DefaultNameTakenRetry when zero).
+	NameTakenRetry time.Duration
 	// Observe, when set, is told of every reconcile before it starts (tests count them to
 	// prove that an idle Conversation is not polled).
 	Observe func(ctrl.Request)

@@ -322,11 +322,26 @@ func podCreate(err error) interceptor.Funcs {
 	}
 }
 
-// The pod's name is deterministic, so a create that finds it already there is the answer to
-// an earlier try whose status write was lost: the reconcile takes it as created.
+// podCreateAnswerLost makes every agent pod create store the pod and answer AlreadyExists, as
+// a retry finds a pod whose create's answer was lost.
+func podCreateAnswerLost() interceptor.Funcs {
+	return interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			err := c.Create(ctx, obj, opts...)
+			if _, ok := obj.(*corev1.Pod); ok && err == nil {
+				return apierrors.NewAlreadyExists(schema.GroupResource{Resource: "pods"}, obj.GetName())
+			}
+			return err
+		},
+	}
+}
+
+// The pod's name is deterministic, so a create that finds a pod this Conversation controls
+// already there is the answer to an earlier try whose status write was lost: the reconcile
+// takes it as created, and records its UID.
 func TestAnAgentPodThatExistsAlreadyIsTakenAsCreated(t *testing.T) {
 	conv := ioConversation(true)
-	r, c, rec := ioReconciler(t, conv, podCreate(apierrors.NewAlreadyExists(schema.GroupResource{Resource: "pods"}, agentpod.PodName(conv.Name, 1))))
+	r, c, rec := ioReconciler(t, conv, podCreateAnswerLost())
 	if _, err := reconcileConv(t, r, conv); err != nil {
 		t.Fatal(err)
 	}
@@ -334,12 +349,55 @@ func TestAnAgentPodThatExistsAlreadyIsTakenAsCreated(t *testing.T) {
 	if got.Status.Agent == nil || got.Status.Agent.Attempt != 1 || got.Status.Agent.PodName != agentpod.PodName(conv.Name, 1) {
 		t.Fatalf("status.agent %+v, want attempt 1 on pod %s", got.Status.Agent, agentpod.PodName(conv.Name, 1))
 	}
+	pod := &corev1.Pod{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: conv.Namespace, Name: agentpod.PodName(conv.Name, 1)}, pod); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Agent.PodUID != string(pod.UID) {
+		t.Errorf("status.agent.podUID %q, want the pod's %q", got.Status.Agent.PodUID, pod.UID)
+	}
 	cond := conditionOf(t, got, parleyv1alpha1.ConditionAgentRunning)
 	if cond.Status != metav1.ConditionFalse || cond.Reason != parleyv1alpha1.ReasonPodPending {
 		t.Errorf("AgentRunning %s/%s: %s", cond.Status, cond.Reason, cond.Message)
 	}
 	if !hasEvent(recorded(rec), corev1.EventTypeNormal, parleyv1alpha1.EventAgentStarted) {
 		t.Error("no AgentStarted event")
+	}
+}
+
+// A pod someone else created under the next agent pod's name is not the agent pod: it gets
+// no binding, is not deleted, and the name is tried again later.
+func TestAPodSomeoneElseCreatedIsNotAdopted(t *testing.T) {
+	conv := ioConversation(true)
+	r, c, rec := ioReconciler(t, conv, interceptor.Funcs{})
+	squatter := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: conv.Namespace, Name: agentpod.PodName(conv.Name, 1), UID: "squatter"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "attacker:1"}}},
+	}
+	if err := c.Create(t.Context(), squatter); err != nil {
+		t.Fatal(err)
+	}
+	res, err := reconcileConv(t, r, conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := stored(t, c, conv)
+	if got.Status.Agent != nil && (got.Status.Agent.PodName != "" || got.Status.Agent.PodUID != "" || got.Status.Agent.Attempt != 0) {
+		t.Errorf("status.agent %+v: bound to a pod Parley did not create", got.Status.Agent)
+	}
+	cond := conditionOf(t, got, parleyv1alpha1.ConditionAgentRunning)
+	if cond.Status != metav1.ConditionFalse || cond.Reason != parleyv1alpha1.ReasonPodNameTaken {
+		t.Errorf("AgentRunning %s/%s: %s", cond.Status, cond.Reason, cond.Message)
+	}
+	if !hasEvent(recorded(rec), corev1.EventTypeWarning, parleyv1alpha1.EventAgentNameTaken) {
+		t.Error("no AgentNameTaken warning")
+	}
+	if res.RequeueAfter <= 0 || res.RequeueAfter > DefaultNameTakenRetry {
+		t.Errorf("result %+v: want another try within %s", res, DefaultNameTakenRetry)
+	}
+	left := &corev1.Pod{}
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(squatter), left); err != nil || left.UID != squatter.UID || left.Annotations[AnnotationStoppedBy] != "" {
+		t.Errorf("the squatter's pod was touched: %v %+v", err, left.ObjectMeta)
 	}
 }
 

@@ -237,15 +237,8 @@ func callerOf(user authnv1.UserInfo) *caller {
 
 // authorize checks RBAC on conversations/history and the pod binding, or returns a 403.
 func (a *Authorizer) authorize(ctx context.Context, c *caller, conv *parleyv1alpha1.Conversation, access Access) *wire.Problem {
-	if c.podKey != "" {
-		agent := ""
-		if conv.Status.Agent != nil && conv.Status.Agent.PodName != "" {
-			agent = conv.Namespace + "/" + conv.Status.Agent.PodName
-		}
-		if agent == "" || agent != c.podKey {
-			return problem(403, wire.ProblemForbidden, "Forbidden",
-				fmt.Sprintf("the token belongs to pod %s, which is not the agent pod of conversation %s/%s", c.podKey, conv.Namespace, conv.Name))
-		}
+	if p := checkPodBinding(c, conv); p != nil {
+		return p
 	}
 	attrs := authzv1.ResourceAttributes{
 		Namespace: conv.Namespace, Verb: string(access), Group: parleyv1alpha1.GroupVersion.Group,

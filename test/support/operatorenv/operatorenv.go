@@ -38,6 +38,9 @@ import (
 // Bucket holds every objectStore history of an Env.
 const Bucket = "parley-envtest"
 
+// NameTakenRetry is how soon the controller tries a taken agent pod or bundle name again.
+const NameTakenRetry = time.Second
+
 // Options change what Start wires.
 type Options struct {
 	// Observe is called on every Conversation reconcile (a suite counts them with it).
@@ -169,6 +172,7 @@ func (e *Env) startManager(opts Options) error {
 		AgentAPIURL:             "https://parley-session-api.parley-system.svc:8082",
 		AgentCA:                 func() []byte { return e.AgentCA },
 		NodeLostGrace:           3 * time.Second,
+		NameTakenRetry:          NameTakenRetry,
 		Observe:                 opts.Observe,
 	}).SetupWithManager(mgr); err != nil {
 		return err

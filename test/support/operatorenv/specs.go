@@ -9,12 +9,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+	"github.com/parley-dev/parley/internal/agentpod"
 	"github.com/parley-dev/parley/internal/sessionapi"
 	"github.com/parley-dev/parley/pkg/conversation"
 	"github.com/parley-dev/parley/pkg/wire"
@@ -150,7 +152,14 @@ func (e *Env) AgentPodOf(conv *parleyv1alpha1.Conversation) *corev1.Pod {
 		Spec:       corev1.PodSpec{ServiceAccountName: "agent", Containers: []corev1.Container{{Name: "agent", Image: "agent:test"}}},
 	}
 	gomega.Expect(e.Client.Create(e.Ctx, pod)).To(gomega.Succeed())
-	patch := fmt.Appendf(nil, `{"status":{"agent":{"podName":%q}}}`, pod.Name)
+	e.BindAgentPod(conv, pod)
+	return pod
+}
+
+// BindAgentPod records pod (its name and UID) as conv's agent pod, as the controller does when
+// it creates one, and waits until the Session API's cache sees it.
+func (e *Env) BindAgentPod(conv *parleyv1alpha1.Conversation, pod *corev1.Pod) {
+	patch := fmt.Appendf(nil, `{"status":{"agent":{"podName":%q,"podUID":%q}}}`, pod.Name, pod.UID)
 	gomega.Expect(e.Client.Status().Patch(e.Ctx, conv, client.RawPatch(types.MergePatchType, patch))).To(gomega.Succeed())
 	// The Session API checks the pod binding against its cache: wait until it sees the pod.
 	gomega.Eventually(func(g gomega.Gomega) {
@@ -158,6 +167,23 @@ func (e *Env) AgentPodOf(conv *parleyv1alpha1.Conversation) *corev1.Pod {
 		g.Expect(e.SessionReader.Get(e.Ctx, client.ObjectKeyFromObject(conv), seen)).To(gomega.Succeed())
 		g.Expect(seen.Status.Agent).NotTo(gomega.BeNil())
 		g.Expect(seen.Status.Agent.PodName).To(gomega.Equal(pod.Name))
+		g.Expect(seen.Status.Agent.PodUID).To(gomega.Equal(string(pod.UID)))
 	}).Should(gomega.Succeed())
+}
+
+// Squatter is a pod someone else creates under name before Parley: with the ServiceAccount
+// that has the agent role, labelled like an agent pod of conversation, without an owner.
+func (e *Env) Squatter(ns, name, conversation string) *corev1.Pod {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{agentpod.LabelConversation: conversation}},
+		Spec:       corev1.PodSpec{ServiceAccountName: "agent", Containers: []corev1.Container{{Name: "agent", Image: "example.com/attacker:1"}}},
+	}
+	gomega.Expect(e.Client.Create(e.Ctx, pod)).To(gomega.Succeed())
 	return pod
+}
+
+// DeleteNow deletes obj without a grace period and waits until it is gone.
+func (e *Env) DeleteNow(obj client.Object) {
+	gomega.Expect(e.Client.Delete(e.Ctx, obj, client.GracePeriodSeconds(0))).To(gomega.Succeed())
+	gomega.Eventually(func() error { return e.Client.Get(e.Ctx, client.ObjectKeyFromObject(obj), obj) }).Should(gomega.Satisfy(apierrors.IsNotFound))
 }
