@@ -1,6 +1,7 @@
 package sessionapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,7 +15,9 @@ import (
 	"github.com/parley-dev/parley/pkg/wire"
 )
 
-// withView opens the conversation's history and runs fn on its up-to-date view.
+// withView opens the conversation's history and runs fn on its up-to-date view. fn holds the
+// view, which the conversation's appends, reconcile and compaction wait for: it must never
+// write to the client (see answerFromView).
 func (s *Server) withView(r *http.Request, req *request, fn func(v *journal.View) *wire.Problem) *wire.Problem {
 	if p := historyReady(req.conv, r.Method == http.MethodGet); p != nil {
 		return p
@@ -34,8 +37,34 @@ func (s *Server) withView(r *http.Request, req *request, fn func(v *journal.View
 	return p
 }
 
+// answerFromView answers 200 with what fn makes of the view: encoded while the view is held
+// (it may reference the view's own slices), written after it is released. A client that does
+// not read its answer then holds only its own request, never the conversation: its appends,
+// reconcile and compaction go on. The buffer is the size of the answer, which the history's
+// own size limit bounds, and lives as long as the write.
+func (s *Server) answerFromView(w http.ResponseWriter, r *http.Request, req *request, fn func(v *journal.View) (any, *wire.Problem)) *wire.Problem {
+	var body bytes.Buffer
+	p := s.withView(r, req, func(v *journal.View) *wire.Problem {
+		out, p := fn(v)
+		if p != nil {
+			return p
+		}
+		if err := json.NewEncoder(&body).Encode(out); err != nil {
+			return problem(503, wire.ProblemUnavailable, "Service Unavailable", "the answer could not be encoded")
+		}
+		return nil
+	})
+	if p != nil {
+		return p
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body.Bytes())
+	return nil
+}
+
 func (s *Server) getConversation(w http.ResponseWriter, r *http.Request, req *request) *wire.Problem {
-	return s.withView(r, req, func(v *journal.View) *wire.Problem {
+	return s.answerFromView(w, r, req, func(v *journal.View) (any, *wire.Problem) {
 		out := wire.Conversation{
 			Namespace: req.conv.Namespace, Name: req.conv.Name, SessionID: req.conv.Status.SessionID,
 			Phase: string(req.conv.Status.Phase), Epoch: v.Epoch, Sequence: v.Sequence,
@@ -48,8 +77,7 @@ func (s *Server) getConversation(w http.ResponseWriter, r *http.Request, req *re
 			t := e.UTC()
 			out.ExpiresAt = &t
 		}
-		writeJSON(w, http.StatusOK, out)
-		return nil
+		return out, nil
 	})
 }
 
@@ -67,16 +95,15 @@ func (s *Server) getMessages(w http.ResponseWriter, r *http.Request, req *reques
 		return problem(400, wire.ProblemMalformed, "Bad Request", "limit must be a positive number")
 	}
 	limit = min(limit, uint64(s.limits().MaxPage))
-	return s.withView(r, req, func(v *journal.View) *wire.Problem {
+	return s.answerFromView(w, r, req, func(v *journal.View) (any, *wire.Problem) {
 		msgs := v.State.Messages
 		start := sort.Search(len(msgs), func(i int) bool { return uint64(msgs[i].Seq) > after })
 		end := min(len(msgs), start+int(limit))
-		page := wire.MessagesPage{Epoch: v.Epoch, Messages: append([]conversation.Message{}, msgs[start:end]...)}
+		page := wire.MessagesPage{Epoch: v.Epoch, Messages: msgs[start:end]}
 		if end < len(msgs) {
 			page.Next = uint64(msgs[end-1].Seq)
 		}
-		writeJSON(w, http.StatusOK, page)
-		return nil
+		return page, nil
 	})
 }
 

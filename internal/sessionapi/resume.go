@@ -27,24 +27,23 @@ func (s *Server) getResume(w http.ResponseWriter, r *http.Request, req *request)
 	if a := req.conv.Status.Agent; a != nil {
 		attempt = a.Attempt
 	}
-	return s.withView(r, req, func(v *journal.View) *wire.Problem {
+	return s.answerFromView(w, r, req, func(v *journal.View) (any, *wire.Problem) {
 		state, cut, err := journal.Cut(&v.State, turn)
 		if errors.Is(err, journal.ErrTurnNotFound) {
-			return problem(http.StatusUnprocessableEntity, wire.ProblemInvalid, "Unprocessable Entity", err.Error())
+			return nil, problem(http.StatusUnprocessableEntity, wire.ProblemInvalid, "Unprocessable Entity", err.Error())
 		}
 		if err != nil {
-			return storeProblem(err)
+			return nil, storeProblem(err)
 		}
 		files, err := bundle.Build(bundle.InputFor(req.conv, &state, attempt, ""))
 		if err != nil {
-			return problem(http.StatusUnprocessableEntity, wire.ProblemInvalid, "Unprocessable Entity",
+			return nil, problem(http.StatusUnprocessableEntity, wire.ProblemInvalid, "Unprocessable Entity",
 				fmt.Sprintf("no bundle can be built for this conversation: %v", err))
 		}
 		out := wire.ResumeBundle{SessionID: req.conv.Status.SessionID, Turn: cut, Attempt: attempt, Files: map[string]string{}}
 		for _, p := range files.Paths() {
 			out.Files[p] = string(files[p])
 		}
-		writeJSON(w, http.StatusOK, out)
-		return nil
+		return out, nil
 	})
 }

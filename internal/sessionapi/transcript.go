@@ -68,10 +68,10 @@ func (s *Server) getTranscript(w http.ResponseWriter, r *http.Request, req *requ
 	if err != nil || limit == 0 {
 		return problem(400, wire.ProblemMalformed, "Bad Request", "limit must be a positive number")
 	}
-	return s.withView(r, req, func(v *journal.View) *wire.Problem {
+	return s.answerFromView(w, r, req, func(v *journal.View) (any, *wire.Problem) {
 		lines, exists, err := v.TranscriptLines(subpath)
 		if err != nil {
-			return problem(503, wire.ProblemUnavailable, "Service Unavailable", "the transcript could not be written out: "+err.Error())
+			return nil, problem(503, wire.ProblemUnavailable, "Service Unavailable", "the transcript could not be written out: "+err.Error())
 		}
 		page := wire.TranscriptPage{Subpath: subpath, Epoch: v.Epoch, Exists: exists, Entries: []json.RawMessage{}}
 		start := min(int(offset), len(lines))
@@ -82,13 +82,12 @@ func (s *Server) getTranscript(w http.ResponseWriter, r *http.Request, req *requ
 		if end < len(lines) {
 			page.Next = end
 		}
-		writeJSON(w, http.StatusOK, page)
-		return nil
+		return page, nil
 	})
 }
 
 func (s *Server) listTranscripts(w http.ResponseWriter, r *http.Request, req *request) *wire.Problem {
-	return s.withView(r, req, func(v *journal.View) *wire.Problem {
+	return s.answerFromView(w, r, req, func(v *journal.View) (any, *wire.Problem) {
 		out := wire.TranscriptIndex{SessionID: req.conv.Status.SessionID, Epoch: v.Epoch, Transcripts: []wire.TranscriptInfo{}}
 		// A transcript that holds only what Parley had before the agent's first line was last
 		// changed when the conversation was.
@@ -104,7 +103,6 @@ func (s *Server) listTranscripts(w http.ResponseWriter, r *http.Request, req *re
 			m = m.UTC()
 			out.Transcripts = append(out.Transcripts, wire.TranscriptInfo{Subpath: t.Subpath, Modified: &m})
 		}
-		writeJSON(w, http.StatusOK, out)
-		return nil
+		return out, nil
 	})
 }
