@@ -58,6 +58,7 @@ type options struct {
 	concurrency          int
 	eventsInFlight       int
 	compactions          int
+	compactionInterval   time.Duration
 	sessionAPIAddr       string
 	sessionAPIInsecure   bool
 	sessionAPICertDir    string
@@ -118,6 +119,8 @@ func bindFlags(fs *flag.FlagSet, o *options) {
 		"Events sent to the API server at once (more wait their turn, so a burst of transitions does not delay status writes).")
 	fs.IntVar(&o.compactions, "max-concurrent-compactions", compaction.DefaultConcurrency,
 		"Compactions run in parallel by the leader (a Summarize compaction waits on a model for up to minutes).")
+	fs.DurationVar(&o.compactionInterval, "min-forced-compaction-interval", sessionapi.DefaultMinCompactionInterval,
+		"Least time between two forced compactions of one conversation asked through the Session API (POST …/compact, kubectl parley compact); sooner is 429 with Retry-After.")
 	fs.StringVar(&o.sessionAPIAddr, "session-api-bind-address", ":8082",
 		"Address the Session API (agents' appends and reads) binds to; 0 disables it. Served by every replica.")
 	fs.StringVar(&o.sessionAPICertDir, "session-api-cert-dir", "",
@@ -369,6 +372,7 @@ func addSessionAPI(mgr ctrl.Manager, sessions *session.Sessions, o options, tlsS
 		Addr: o.sessionAPIAddr, Reader: mgr.GetClient(), Writer: mgr.GetClient(), Sessions: sessions,
 		Auth:       &sessionapi.Authorizer{Client: mgr.GetClient(), Reviews: o.sessionAPIReviews},
 		FrontProxy: frontProxy, TLS: tlsSetup, Limits: o.sessionAPILimits,
+		MinCompactionInterval: o.compactionInterval,
 	}
 	if o.sessionAPIAccessLog {
 		api.AccessLog = ctrl.Log.WithName("session-api-access")

@@ -138,6 +138,12 @@ func (s *Server) requestCompaction(w http.ResponseWriter, r *http.Request, req *
 		return p
 	}
 	now := time.Now().UTC()
+	if next := nextForcedCompaction(req.conv, s.minCompactionInterval()); now.Before(next) {
+		writeProblem(w, problem(429, wire.ProblemOverloaded, "Too Many Requests", fmt.Sprintf(
+			"a compaction was asked for or run less than %s ago; ask again after %s", s.minCompactionInterval(), next.UTC().Format(time.RFC3339))),
+			next.Sub(now))
+		return nil
+	}
 	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, parleyv1alpha1.AnnotationCompactRequestedAt, now.Format(time.RFC3339))
 	conv := &parleyv1alpha1.Conversation{}
 	conv.Namespace, conv.Name = req.conv.Namespace, req.conv.Name

@@ -50,6 +50,9 @@ type Server struct {
 	Limits     Limits
 	// ResetWait bounds how long a reset waits for its Checkpoint (DefaultResetWait when zero).
 	ResetWait time.Duration
+	// MinCompactionInterval is the least time between two forced compactions of one
+	// conversation (DefaultMinCompactionInterval when zero): sooner, POST …/compact is 429.
+	MinCompactionInterval time.Duration
 	// TLS, when set, serves HTTPS with it; plain HTTP otherwise (local runs only).
 	TLS TLSSetup
 	// AccessLog receives one line per request (who, which conversation, what, the answer; no

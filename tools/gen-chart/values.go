@@ -54,6 +54,9 @@ historyAPI:
 # Parallel reconciles and compactions; empty keeps the manager's defaults.
 maxConcurrentReconciles:
 maxConcurrentCompactions:
+# Least time between two forced compactions of one conversation through the Session API,
+# e.g. 10m; empty keeps the manager's default (--min-forced-compaction-interval 5m).
+minForcedCompactionInterval:
 # More manager flags, one per item (see manager --help), e.g. --zap-log-level=debug.
 extraArgs: []
 
