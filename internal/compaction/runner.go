@@ -2,7 +2,7 @@
 // Conversation reconciler decides that one is due (a pure decision), takes the Compaction
 // Checkpoint of the epoch, and hands the rest to the Runner: load the state from the cached
 // view, run the configured strategy, and write the result as a new epoch. A slow summarizer
-// holds a runner worker, never a reconcile. When a job ends, the Runner wakes the
+// holds a runner worker, never a reconcile, and one namespace holds at most one worker. When a job ends, the Runner wakes the
 // Conversation's reconcile, which records the result in status (the view of the new epoch
 // says what the compaction did, so a manager killed before that status write loses nothing).
 package compaction
@@ -86,8 +86,9 @@ type Outcome struct {
 	Record *journal.Compaction
 }
 
-// Runner runs compactions with bounded concurrency, leader-only. Add it to the manager and
-// give its Source to the Conversation controller.
+// Runner runs compactions with bounded concurrency, leader-only, at most one per namespace at
+// a time (fairQueue). Add it to the manager and give its Source to the Conversation
+// controller.
 type Runner struct {
 	// Client reads Conversations (the manager's cache); Secrets reads summarizer Secrets
 	// (the API reader: no cluster-wide Secret cache).
@@ -103,11 +104,16 @@ type Runner struct {
 	// SummarizerTimeout bounds one summarizer attempt.
 	SummarizerTimeout time.Duration
 
-	once  sync.Once
-	mu    sync.Mutex
-	jobs  map[types.NamespacedName]*job
-	queue workqueue.TypedRateLimitingInterface[types.NamespacedName]
-	wake  chan event.TypedGenericEvent[client.Object]
+	once sync.Once
+	mu   sync.Mutex
+	jobs map[types.NamespacedName]*job
+	// queue holds each conversation's compaction once and delays retries; what it hands out
+	// is ready, and waits in fair for a worker its namespace may have.
+	queue   workqueue.TypedRateLimitingInterface[types.NamespacedName]
+	fair    fairQueue
+	ready   *sync.Cond // signalled under mu when fair may have work for a worker
+	stopped bool
+	wake    chan event.TypedGenericEvent[client.Object]
 }
 
 type job struct {
@@ -130,6 +136,7 @@ func (r *Runner) init() {
 			workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](initial, ceiling),
 			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "compaction"})
 		r.wake = make(chan event.TypedGenericEvent[client.Object], 1024)
+		r.ready = sync.NewCond(&r.mu)
 	})
 }
 
@@ -201,6 +208,7 @@ func (r *Runner) Start(ctx context.Context) error {
 		n = DefaultConcurrency
 	}
 	var wg sync.WaitGroup
+	wg.Go(r.dispatch)
 	for range n {
 		wg.Go(func() {
 			for r.next(ctx) {
@@ -209,16 +217,60 @@ func (r *Runner) Start(ctx context.Context) error {
 	}
 	<-ctx.Done()
 	r.queue.ShutDown()
+	r.mu.Lock()
+	r.stopped = true
+	r.ready.Broadcast()
+	r.mu.Unlock()
 	wg.Wait()
 	return nil
 }
 
+// dispatch moves each conversation the workqueue hands out (ready, once) to the fair queue.
+func (r *Runner) dispatch() {
+	for {
+		key, shutdown := r.queue.Get()
+		if shutdown {
+			return
+		}
+		r.mu.Lock()
+		r.fair.push(key)
+		r.ready.Signal()
+		r.mu.Unlock()
+	}
+}
+
+// take waits for the next compaction the fair queue lets a worker run; false once the Runner
+// stops.
+func (r *Runner) take() (types.NamespacedName, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for {
+		if key, ok := r.fair.pop(); ok {
+			return key, true
+		}
+		if r.stopped {
+			return types.NamespacedName{}, false
+		}
+		r.ready.Wait()
+	}
+}
+
+// release ends a compaction: its namespace may run another, and the workqueue may hand the
+// conversation out again.
+func (r *Runner) release(key types.NamespacedName) {
+	r.mu.Lock()
+	r.fair.finish(key.Namespace)
+	r.ready.Broadcast()
+	r.mu.Unlock()
+	r.queue.Done(key)
+}
+
 func (r *Runner) next(ctx context.Context) bool {
-	key, shutdown := r.queue.Get()
-	if shutdown {
+	key, ok := r.take()
+	if !ok {
 		return false
 	}
-	defer r.queue.Done(key)
+	defer r.release(key)
 	r.mu.Lock()
 	j := r.jobs[key]
 	if j == nil { // forgotten while queued
