@@ -284,7 +284,7 @@ func TestChartValues(t *testing.T) {
 		"--session-api-bind-address=:9443", "--agent-api-url=https://$(SESSION_API_SERVICE).$(SESSION_API_NAMESPACE).svc:9443",
 		"--session-api-cert-dir=/etc/parley/tls", "--watch-namespaces=team-a,team-b",
 		"--kube-api-qps=50", "--kube-api-burst=100", "--history-api-qps=75.5", "--history-api-burst=1000000",
-		"--max-concurrent-reconciles=32", "--max-concurrent-compactions=2", "--zap-log-level=debug",
+		"--max-concurrent-reconciles=32", "--max-concurrent-compactions=2", "--min-forced-compaction-interval=10m", "--zap-log-level=debug",
 	} {
 		if !args[want] {
 			t.Errorf("args lack %q: %v", want, c["args"])
