@@ -248,14 +248,14 @@ var _ = Describe("History kept by the operator", func() {
 
 		// Ten Checkpoints, alternately Crash and Manual, at the last two turns: the two kept hold
 		// different snapshots, and every other snapshot has no Checkpoint left.
-		var names []string
+		names := make([]string, 0, 10)
 		for i := range 10 {
 			ckpt := newCheckpoint(conv, fmt.Sprintf("%s-k-%02d", conv.Name, i))
 			ckpt.Spec.Reason = parleyv1alpha1.CheckpointCrash
 			if i%2 == 1 {
 				ckpt.Spec.Reason = parleyv1alpha1.CheckpointManual
 			}
-			ckpt.Spec.Turn = ptrTo(int64(turns) - int64(i%2))
+			ckpt.Spec.Turn = ptrTo(turns - int64(i%2))
 			Expect(k8sClient.Create(ctx, ckpt)).To(Succeed())
 			Eventually(checkpointReady(ckpt)).Should(Succeed())
 			names = append(names, ckpt.Name)
