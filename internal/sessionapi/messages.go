@@ -100,6 +100,9 @@ func (s *Server) getMessages(w http.ResponseWriter, r *http.Request, req *reques
 		start := sort.Search(len(msgs), func(i int) bool { return uint64(msgs[i].Seq) > after })
 		end := min(len(msgs), start+int(limit))
 		page := wire.MessagesPage{Epoch: v.Epoch, Messages: msgs[start:end]}
+		if page.Messages == nil {
+			page.Messages = []conversation.Message{} // an empty page is [], never null: clients iterate it
+		}
 		if end < len(msgs) {
 			page.Next = uint64(msgs[end-1].Seq)
 		}
