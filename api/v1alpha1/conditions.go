@@ -58,6 +58,10 @@ const (
 	ReasonCompleted = "Completed"
 	// ReasonSuspended: spec.suspend is true; the agent pod is removed and everything else kept.
 	ReasonSuspended = "Suspended"
+	// ReasonIdle: the agent waited for a person for spec.agent.idle.suspendAfter; its pod was
+	// stopped and everything kept. The next user message appended through the Session API
+	// wakes it (a new pod resumes with the bundle holding that message).
+	ReasonIdle = "Idle"
 	// ReasonAgentStopped: the session expired and its agent pod was removed.
 	ReasonAgentStopped = "AgentStopped"
 	// ReasonMaxRestartsExceeded: the agent crashed after agent.maxRestarts restarts.
@@ -236,6 +240,11 @@ const (
 	// EventAgentNameTaken: an object Parley did not create holds the name of the next agent pod
 	// or resume bundle; it is left alone (Warning).
 	EventAgentNameTaken = "AgentNameTaken"
+	// EventAgentSuspended: the agent waited for a person for idle.suspendAfter; its pod was
+	// stopped.
+	EventAgentSuspended = "AgentSuspended"
+	// EventAgentWoken: a user message woke an agent suspended while idle; a new pod resumes.
+	EventAgentWoken = "AgentWoken"
 )
 
 // AnnotationCompactRequestedAt on a Conversation asks for a compaction now (RFC 3339 time):

@@ -388,6 +388,27 @@ type AgentSpec struct {
 	// +optional
 	// +kubebuilder:default=generic
 	Adapter AgentAdapter `json:"adapter,omitempty"`
+
+	// idle suspends the agent pod while the agent waits for a person, and wakes it with the
+	// next message appended through the Session API. Unset: the pod runs until the session
+	// ends, is suspended by hand or completes.
+	// +optional
+	Idle *IdleSpec `json:"idle,omitempty"`
+}
+
+// IdleSpec scales a waiting agent to zero. The agent waits for a person when its last message
+// is a final assistant answer (no tool call open, nothing streaming) or it reported
+// session:idle. Suspension is recorded in status only (AgentRunning=False, reason Idle): the
+// controller never writes spec, so GitOps tools see no drift.
+// +kubebuilder:validation:XValidation:rule="duration(self.suspendAfter) > duration('0s')",message="idle.suspendAfter must be positive"
+type IdleSpec struct {
+	// suspendAfter is how long the agent may wait for a person before its pod is stopped
+	// (gracefully, everything kept; no restart is counted). The next user message appended
+	// through the Session API starts a new pod with the resume bundle holding it.
+	// +required
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^-?([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	SuspendAfter metav1.Duration `json:"suspendAfter"`
 }
 
 // BackoffSpec is an exponential backoff between restarts.

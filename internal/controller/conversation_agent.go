@@ -122,6 +122,9 @@ func decideAgent(s *conversationScope, seen agentSeen) agentPlan {
 		cond(metav1.ConditionFalse, parleyv1alpha1.ReasonCompleted, "agent pod %s exited 0 and was deleted afterwards; it is not restarted", st.PodName)
 		return agentPlan{}
 	}
+	if plan, ok := applyIdle(s, decideIdle(s, prev, seen), prev, seen, st); ok {
+		return plan
+	}
 	if !seen.exists {
 		return decideWithoutPod(s, st, prev, seen, cond)
 	}

@@ -267,6 +267,8 @@ func (r *ConversationReconciler) startAgentPod(ctx context.Context, s *conversat
 	case startRestart:
 		s.event(parleyv1alpha1.EventAgentRestarted, "Restart", "agent pod %s created after %s of %s (restart %d), resuming at turn %d",
 			pod.Name, st.LastFailure.Reason, previous, st.Restarts, checkpointTurn)
+	case startWake:
+		s.event(parleyv1alpha1.EventAgentWoken, "Wake", "agent pod %s created (attempt %d): a user message woke the idle agent", pod.Name, attempt)
 	default:
 		s.event(parleyv1alpha1.EventAgentStarted, "Start", "agent pod %s created (%s, attempt %d)", pod.Name, cause, attempt)
 	}

@@ -164,6 +164,7 @@ func (r *ConversationReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if s.agentStarted != "" {
 		metrics.AgentPodsStarted.WithLabelValues(string(s.agentStarted)).Inc()
 	}
+	observeWake(s, r.Clock.Now())
 	if !s.restartedAfter.IsZero() {
 		metrics.CrashToStart.Observe(s.now.Sub(s.restartedAfter).Seconds())
 	}

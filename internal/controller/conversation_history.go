@@ -203,6 +203,7 @@ func summaryOf(v *journal.View) *historySummary {
 	sum := &historySummary{
 		sequence: v.Sequence, epoch: v.Epoch, bytes: v.Bytes, messages: v.Messages(), turns: v.Turns,
 		tokens: v.Tokens(), initialized: v.Initialized, adapter: latestAdapter(v.State.Adapters),
+		awaitsPerson: v.AwaitsPerson(),
 	}
 	if n := len(v.State.Messages); n > 0 {
 		sum.lastMessageSeq = uint64(v.State.Messages[n-1].Seq)

@@ -72,6 +72,9 @@ type historySummary struct {
 	lastMessageSeq uint64
 	// reset describes the reset that wrote the current epoch, nil when none did.
 	reset *journal.Reset
+	// awaitsPerson: the agent waits for a person (journal.View.AwaitsPerson), the state an
+	// idle agent is suspended in and a user message wakes it from.
+	awaitsPerson bool
 }
 
 // pendingEvent is an event to emit once status is written.

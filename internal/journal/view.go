@@ -30,6 +30,9 @@ type View struct {
 	LastReset *Reset
 	// Turns counts the main thread's assistant messages (turn numbers run 1..Turns).
 	Turns int
+	// IdleSeq is the sequence of the latest session:idle event of the main thread (0: none):
+	// the agent said it finished a burst and waits.
+	IdleSeq uint64
 
 	counter   tokens.Counter
 	index     map[string]int // main-thread message id -> index in State.Messages
@@ -272,6 +275,7 @@ func (v *View) applyEvent(ev *conversation.Event, seq uint64) error {
 	}
 	switch ev.Type {
 	case conversation.EventSessionIdle:
+		v.IdleSeq = seq
 		for i := range s.Messages {
 			v.recount(i)
 		}

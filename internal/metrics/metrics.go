@@ -28,7 +28,10 @@ var phases = []parleyv1alpha1.ConversationPhase{
 var conversationsDesc = prometheus.NewDesc("parley_conversations",
 	"Conversations by phase, read from the manager's cache at scrape time.", []string{"phase"}, nil)
 
-// ConversationCollector counts Conversations by phase when scraped, from the informer cache, so
+var asleepDesc = prometheus.NewDesc("parley_agents_asleep",
+	"Agents suspended while they wait for a person (AgentRunning reason Idle), read from the manager's cache at scrape time.", nil, nil)
+
+// ConversationCollector counts Conversations by phase, and the agents asleep, when scraped, from the informer cache, so
 // the gauge is never stale and costs nothing between scrapes.
 type ConversationCollector struct {
 	Reader client.Reader
@@ -37,7 +40,10 @@ type ConversationCollector struct {
 }
 
 // Describe implements prometheus.Collector.
-func (c *ConversationCollector) Describe(ch chan<- *prometheus.Desc) { ch <- conversationsDesc }
+func (c *ConversationCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- conversationsDesc
+	ch <- asleepDesc
+}
 
 // Collect implements prometheus.Collector.
 func (c *ConversationCollector) Collect(ch chan<- prometheus.Metric) {
@@ -50,10 +56,15 @@ func (c *ConversationCollector) Collect(ch chan<- prometheus.Metric) {
 	list := &parleyv1alpha1.ConversationList{}
 	if err := c.Reader.List(ctx, list); err != nil {
 		ch <- prometheus.NewInvalidMetric(conversationsDesc, err)
+		ch <- prometheus.NewInvalidMetric(asleepDesc, err)
 		return
 	}
 	counts := map[parleyv1alpha1.ConversationPhase]int{}
+	asleep := 0
 	for i := range list.Items {
+		if list.Items[i].AgentAsleep() {
+			asleep++
+		}
 		p := list.Items[i].Status.Phase
 		if p == "" {
 			p = parleyv1alpha1.ConversationPending
@@ -63,13 +74,14 @@ func (c *ConversationCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, p := range phases {
 		ch <- prometheus.MustNewConstMetric(conversationsDesc, prometheus.GaugeValue, float64(counts[p]), string(p))
 	}
+	ch <- prometheus.MustNewConstMetric(asleepDesc, prometheus.GaugeValue, float64(asleep))
 }
 
 // Register adds Parley's metrics to controller-runtime's registry, served on /metrics.
 func Register(reader client.Reader) {
 	ctrlmetrics.Registry.MustRegister(Expirations, HistoriesCreated, StoreErrors, CheckpointsCreated, Snapshots,
 		SnapshotBytes, ExpiryLateness, Compactions, CompactionDuration, CompactionTokensSaved, CompactionSummarizerTokens,
-		AgentCrashes, AgentPodsStarted, AgentsFailed, CrashToStart, SessionAPIRequests, SessionAPIDuration,
+		AgentCrashes, AgentPodsStarted, AgentsFailed, CrashToStart, WakeLatency, SessionAPIRequests, SessionAPIDuration,
 		EventsWaiting, &ConversationCollector{Reader: reader})
 }
 
