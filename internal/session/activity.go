@@ -72,6 +72,8 @@ type Activity struct {
 	pending map[types.NamespacedName]pendingActivity
 	handed  map[types.NamespacedName]handOff
 	wakes   chan event.GenericEvent
+	// woken queues the conversations whose sleeping agent an append wakes (Wake).
+	woken *wakeQueue
 }
 
 // handOff is activity waiting for the controller: the latest time, when it was first handed,
@@ -146,6 +148,12 @@ func (a *Activity) Start(ctx context.Context) error {
 	interval := a.interval()
 	t := time.NewTicker(max(interval/activityTicks, 10*time.Millisecond))
 	defer t.Stop()
+	wakesDone := make(chan struct{})
+	go func() {
+		defer close(wakesDone)
+		a.serveWakes(ctx)
+	}()
+	defer func() { <-wakesDone }()
 	for {
 		select {
 		case <-ctx.Done():

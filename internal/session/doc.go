@@ -59,6 +59,20 @@
 //     safe because every append on another replica also patches lastActivityTime (step 3),
 //     which changes the object, so an append this replica did not fold is never trusted away.
 //
+// # Waking a sleeping agent
+//
+// An agent suspended while idle (controller, conversation_agent_idle.go) is woken by the
+// reconcile that finds a user message after its last answer; the activity hand-off is how the
+// reconcile hears of it. Live.Wake, called by the Session API after appending a user message
+// to such a conversation, makes that conversation's activity due now (Activity.Wake) instead
+// of at the end of its interval: handed over on the replica that runs the controller (no API
+// request at all), or the lastActivityTime patch elsewhere, which the append would have sent
+// anyway. A wake annotation or a status field of its own would cost one more write per wake
+// and, for an annotation, a change of the object a GitOps tool may own. Wakes wait in a FIFO,
+// each conversation once, served by a bounded number of workers, so a thousand conversations
+// woken together are neither a burst of requests nor served out of turn. The append is
+// answered once the message is durable; the pod starts after.
+//
 // If the status write fails, the reconcile forgets its noted write (OwnWrites.Forget) and
 // gives the activity back (Handoff.Restore); the next flush hands it over again or patches it.
 // At shutdown every pending and handed-over activity is patched. The Session API writes no

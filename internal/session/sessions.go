@@ -157,6 +157,14 @@ func (l *Live) AppendFolded(ctx context.Context, records []history.Record, opts 
 	return res, nil
 }
 
+// Wake hurries the activity of the append just made to the reconcile when the conversation's
+// agent sleeps (Activity.Wake): the reconcile starts it.
+func (l *Live) Wake() {
+	if a := l.sessions.Activity; a != nil && l.conv.AgentAsleep() {
+		a.Wake(l.conv)
+	}
+}
+
 // Touch marks the conversation active, by a write that does not say where it left the history.
 func (l *Live) Touch() {
 	if a := l.sessions.Activity; a != nil {

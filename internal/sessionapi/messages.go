@@ -174,6 +174,11 @@ func (s *Server) appendMessages(w http.ResponseWriter, r *http.Request, req *req
 	if err != nil {
 		return storeProblem(err)
 	}
+	if hasUserMessage(msgs) {
+		// A person spoke: an agent asleep while idle is woken now, not at the next flush. The
+		// answer does not wait for its pod: the message is durable already.
+		live.Wake()
+	}
 	writeJSON(w, http.StatusOK, wire.AppendResponse{Epoch: res.Epoch, Sequences: res.Sequences})
 	return nil
 }
@@ -195,4 +200,13 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, into any) *wire.
 		return problem(400, wire.ProblemMalformed, "Bad Request", "the body holds more than one JSON value")
 	}
 	return nil
+}
+
+func hasUserMessage(msgs []conversation.Message) bool {
+	for i := range msgs {
+		if msgs[i].Role == conversation.RoleUser && !msgs[i].HasToolResult() {
+			return true
+		}
+	}
+	return false
 }

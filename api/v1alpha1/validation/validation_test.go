@@ -186,6 +186,12 @@ var _ = Describe("Admission of Conversations and Checkpoints by the real apiserv
 			conversationYAML(withAgent("backoff: {initial: -10s}")), "backoff.initial must be positive"),
 		// Any max ≤ 0 is also below initial (defaulted to 10s when absent), so
 		// the apiserver reports both rules; the message names this one.
+		Entry("a zero idle.suspendAfter",
+			conversationYAML(withAgent("idle: {suspendAfter: 0s}")), "idle.suspendAfter must be positive"),
+		Entry("a negative idle.suspendAfter",
+			conversationYAML(withAgent("idle: {suspendAfter: -5m}")), "idle.suspendAfter must be positive"),
+		Entry("an idle block without suspendAfter",
+			conversationYAML(withAgent("idle: {}")), "suspendAfter: Required value"),
 		Entry("a zero maximum backoff",
 			conversationYAML(withAgent("backoff: {max: 0s}")), "backoff.max must be positive"),
 		Entry("a negative maximum backoff",

@@ -1,0 +1,150 @@
+package envtest
+
+import (
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+	"github.com/parley-dev/parley/internal/agentpod"
+	parleyclient "github.com/parley-dev/parley/pkg/client"
+	"github.com/parley-dev/parley/pkg/conversation"
+)
+
+// specWatch records every version of a Conversation the API server sends a watch, so a spec
+// can prove the controller never wrote its spec (generation and spec stay as created).
+type specWatch struct {
+	mu       sync.Mutex
+	versions []parleyv1alpha1.Conversation
+}
+
+func watchSpec(conv *parleyv1alpha1.Conversation) *specWatch {
+	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.Scheme})
+	Expect(err).NotTo(HaveOccurred())
+	w, err := wc.Watch(ctx, &parleyv1alpha1.ConversationList{}, client.InNamespace(conv.Namespace),
+		client.MatchingFields{"metadata.name": conv.Name})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(w.Stop)
+	sw := &specWatch{}
+	go func() {
+		for ev := range w.ResultChan() {
+			if c, ok := ev.Object.(*parleyv1alpha1.Conversation); ok {
+				sw.mu.Lock()
+				sw.versions = append(sw.versions, *c.DeepCopy())
+				sw.mu.Unlock()
+			}
+		}
+	}()
+	return sw
+}
+
+// unchangedSpec fails when any version seen has another generation or spec than the first.
+func (sw *specWatch) unchangedSpec() {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	Expect(len(sw.versions)).To(BeNumerically(">", 3), "the watch saw the status writes")
+	first := sw.versions[0]
+	for _, v := range sw.versions[1:] {
+		Expect(v.Generation).To(Equal(first.Generation), "a spec write at resourceVersion %s", v.ResourceVersion)
+		Expect(apiequality.Semantic.DeepEqual(v.Spec, first.Spec)).To(BeTrue(), "spec changed at resourceVersion %s", v.ResourceVersion)
+	}
+}
+
+var _ = Describe("Idle agents", func() {
+	It("suspends an agent that waits for a person, wakes it with the next message, and never writes spec", func() {
+		ns := agentNamespace()
+		conv := newConversation(parleyv1alpha1.ConversationSpec{Agent: agentSpec(func(a *parleyv1alpha1.AgentSpec) {
+			a.Idle = &parleyv1alpha1.IdleSpec{SuspendAfter: metav1.Duration{Duration: time.Second}}
+		})})
+		conv.Namespace = ns
+		Expect(k8sClient.Create(ctx, conv)).To(Succeed())
+		watch := watchSpec(conv)
+		Eventually(historyReady(conv)).Should(Succeed())
+		person, err := parleyclient.New(parleyclient.Options{URL: sessionURL, Token: agentToken(ns, "agent", nil), Retries: -1})
+		Expect(err).NotTo(HaveOccurred())
+
+		By("the agent works on a question: its pod runs however long")
+		first := agentPod(conv, 1)
+		kubelet(first, corev1.PodRunning, runningState())
+		_, err = person.Append(ctx, ns, conv.Name, []conversation.Message{textMessage("u1", "user", "hello")})
+		Expect(err).NotTo(HaveOccurred())
+		Consistently(agentCondition(conv, metav1.ConditionTrue, parleyv1alpha1.ReasonPodRunning)).WithTimeout(2 * time.Second).Should(Succeed())
+
+		By("it answers and waits: after suspendAfter its pod is stopped, nothing counted as a crash")
+		_, err = person.Append(ctx, ns, conv.Name, []conversation.Message{textMessage("a1", "assistant", "hi")})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(agentCondition(conv, metav1.ConditionFalse, parleyv1alpha1.ReasonIdle)).Should(Succeed())
+		Eventually(func() error { return k8sClient.Get(ctx, clientKey(first), &corev1.Pod{}) }).Should(Satisfy(apierrors.IsNotFound))
+		Consistently(func(g Gomega) {
+			fetch(conv)(g)
+			g.Expect(conv.Status.Agent.Attempt).To(Equal(int32(1)))
+			g.Expect(conv.Status.Agent.PodName).To(BeEmpty())
+			g.Expect(conv.Status.Agent.Restarts).To(BeZero())
+			g.Expect(conv.Status.Agent.LastFailure).To(BeNil())
+			g.Expect(conv.Status.Phase).To(Equal(parleyv1alpha1.ConversationActive))
+			g.Expect(conv.AgentAsleep()).To(BeTrue())
+		}).WithTimeout(time.Second).Should(Succeed())
+		ckpts := &parleyv1alpha1.CheckpointList{}
+		Expect(k8sClient.List(ctx, ckpts, client.InNamespace(ns))).To(Succeed())
+		Expect(ckpts.Items).To(BeEmpty(), "no Crash Checkpoint")
+		Eventually(func() []string { return eventReasons(conv) }).Should(ContainElement(parleyv1alpha1.EventAgentSuspended))
+
+		By("a person's message wakes it: a new pod resumes with the message in its bundle")
+		_, err = person.Append(ctx, ns, conv.Name, []conversation.Message{textMessage("u2", "user", "are you there?")})
+		Expect(err).NotTo(HaveOccurred())
+		second := agentPod(conv, 2)
+		Expect(envOf(second)).To(HaveKeyWithValue(agentpod.EnvResume, "true"))
+		m := mountedManifest(second)
+		Expect(m.State.Messages).NotTo(BeEmpty())
+		Expect(m.State.Messages[len(m.State.Messages)-1].ID).To(Equal("u2"))
+		Eventually(func() []string { return eventReasons(conv) }).Should(ContainElement(parleyv1alpha1.EventAgentWoken))
+		fetch(conv)(Default)
+		Expect(conv.Status.Agent.Restarts).To(BeZero())
+
+		watch.unchangedSpec()
+	})
+
+	It("lets a manual suspend win over a message, and wakes the agent once resumed", func() {
+		ns := agentNamespace()
+		conv := newConversation(parleyv1alpha1.ConversationSpec{Agent: agentSpec(func(a *parleyv1alpha1.AgentSpec) {
+			a.Idle = &parleyv1alpha1.IdleSpec{SuspendAfter: metav1.Duration{Duration: 500 * time.Millisecond}}
+		})})
+		conv.Namespace = ns
+		Expect(k8sClient.Create(ctx, conv)).To(Succeed())
+		Eventually(historyReady(conv)).Should(Succeed())
+		person, err := parleyclient.New(parleyclient.Options{URL: sessionURL, Token: agentToken(ns, "agent", nil), Retries: -1})
+		Expect(err).NotTo(HaveOccurred())
+		kubelet(agentPod(conv, 1), corev1.PodRunning, runningState())
+		_, err = person.Append(ctx, ns, conv.Name, []conversation.Message{textMessage("u1", "user", "q"), textMessage("a1", "assistant", "a")})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(agentCondition(conv, metav1.ConditionFalse, parleyv1alpha1.ReasonIdle)).Should(Succeed())
+
+		Eventually(func(g Gomega) {
+			fetch(conv)(g)
+			conv.Spec.Suspend = ptrTo(true)
+			g.Expect(k8sClient.Update(ctx, conv)).To(Succeed())
+		}).Should(Succeed())
+		Eventually(agentCondition(conv, metav1.ConditionFalse, parleyv1alpha1.ReasonSuspended)).Should(Succeed())
+		_, err = person.Append(ctx, ns, conv.Name, []conversation.Message{textMessage("u2", "user", "wake up")})
+		Expect(err).NotTo(HaveOccurred())
+		Consistently(func() error {
+			return k8sClient.Get(ctx, clientKey(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: agentpod.PodName(conv.Name, 2)}}), &corev1.Pod{})
+		}).WithTimeout(2 * time.Second).Should(Satisfy(apierrors.IsNotFound))
+
+		Eventually(func(g Gomega) {
+			fetch(conv)(g)
+			conv.Spec.Suspend = ptrTo(false)
+			g.Expect(k8sClient.Update(ctx, conv)).To(Succeed())
+		}).Should(Succeed())
+		m := mountedManifest(agentPod(conv, 2))
+		Expect(m.State.Messages[len(m.State.Messages)-1].ID).To(Equal("u2"))
+	})
+})
