@@ -12,7 +12,7 @@ import (
 // The commands the issue asks for; the help must list each one, and each must have an example.
 var wantCommands = []string{
 	"history", "tail", "describe", "checkpoint", "fork", "rewind", "compact", "reset",
-	"export", "import", "suspend", "resume", "version", "completion",
+	"export", "import", "suspend", "resume", "send", "chat", "version", "completion",
 }
 
 func run(t *testing.T, args ...string) (stdout, stderr string, code int) {

@@ -1,8 +1,8 @@
 // Package plugin is kubectl parley: the commands an operator on call and an agent author use
 // on Conversations — read the transcript, follow it, describe, checkpoint, fork, rewind,
-// compact, reset, export, import, suspend and resume. It reads and writes Conversation and
-// Checkpoint objects with the user's kubeconfig, and histories through the Session API (see
-// connect.go for how it reaches it). cmd/kubectl-parley only calls NewCommand.
+// compact, reset, export, import, suspend and resume, send a message and chat. It reads and
+// writes Conversation and Checkpoint objects with the user's kubeconfig, and histories through
+// the Session API (see connect.go for how it reaches it). cmd/kubectl-parley only calls NewCommand.
 package plugin
 
 import (
@@ -80,6 +80,7 @@ machine). See docs/kubectl-parley.md.`,
 		newCompactCommand(o), newResetCommand(o),
 		newExportCommand(o), newImportCommand(o),
 		newSuspendCommand(o, true), newSuspendCommand(o, false),
+		newSendCommand(o), newChatCommand(o),
 		newVersionCommand(o),
 	)
 	// cobra's completion command, made now so it gets an example like every other command.
