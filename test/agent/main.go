@@ -11,6 +11,9 @@
 //	test-agent get URL                     HTTP GET (plain HTTP), print the status and body; exit 0 on 2xx
 //	test-agent converse [-turns N]         read the resume bundle, append turns through the Session API,
 //	           [-crash-at-turn T -crash M] fail at turn T in the first pod (exit 1, oom, hang)
+//	test-agent answer                      answer the user message the resume bundle ends with, then each
+//	                                       new one as it is appended, until SIGTERM (an agent that talks
+//	                                       with a person, suspended while idle and woken by a message)
 //
 // Reports are written to stdout (one line, prefixed "RESULT ") and, where the kubelet can read
 // it, to /dev/termination-log, so tests can read them from the pod's logs or status.
@@ -58,6 +61,8 @@ func main() {
 		code = get(os.Args[2:])
 	case "converse":
 		code = converse(os.Args[2:])
+	case "answer":
+		code = answer(os.Args[2:])
 	default:
 		usage()
 	}
@@ -65,7 +70,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: test-agent serve [-resume DIR] | check -file PATH [-configmap NAME] [-sa-dir DIR] | exit -code N [-message TEXT] | get URL | converse [-turns N] [-crash-at-turn T] [-crash exit|oom|hang]")
+	fmt.Fprintln(os.Stderr, "usage: test-agent serve [-resume DIR] | check -file PATH [-configmap NAME] [-sa-dir DIR] | exit -code N [-message TEXT] | get URL | converse [-turns N] [-crash-at-turn T] [-crash exit|oom|hang] | answer")
 	os.Exit(2)
 }
 
