@@ -174,6 +174,12 @@ bench-crash: envtest ## Agent crash-to-new-pod latency on envtest over CRASH_BEN
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" \
 		$(GO) test ./internal/controller/crashbench -run '^$$' -bench CrashToNewPod -benchtime $(CRASH_BENCH_CRASHES)x -v -timeout 30m
 
+WAKE_BENCH_WAKES ?= 100
+.PHONY: bench-wake
+bench-wake: envtest ## Idle agent woken by a message: append acknowledged to new pod on envtest over WAKE_BENCH_WAKES wakes (see docs/benchmarks.md).
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" \
+		$(GO) test ./internal/controller/wakebench -run '^$$' -bench Wake -benchtime $(WAKE_BENCH_WAKES)x -v -timeout 30m
+
 ##@ Build
 
 .PHONY: build
