@@ -130,7 +130,7 @@ func TestDecideIdle(t *testing.T) {
 			if s.requeue != tc.wantRequeue {
 				t.Errorf("requeue %v, want %v", s.requeue, tc.wantRequeue)
 			}
-			var events []string
+			events := make([]string, 0, len(s.events))
 			for _, e := range s.events {
 				events = append(events, e.reason)
 			}

@@ -80,7 +80,7 @@ func (o *Options) chat(ctx context.Context, t target, in io.Reader, lines int, o
 		select {
 		case err := <-followed:
 			if ctx.Err() != nil {
-				return nil //nolint:nilerr // interrupted: the session ends there
+				return nil // interrupted: the session ends there
 			}
 			return err
 		case line, ok := <-typed:

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -69,7 +68,7 @@ func answer(args []string) int {
 		}
 		return reply(ctx, api, ns, name, &m, known)
 	})
-	if err != nil && !errors.Is(err, context.Canceled) {
+	if ctx.Err() == nil { // not stopped by SIGTERM
 		return fail("following the conversation: %v", err)
 	}
 	fmt.Println("STOP")

@@ -11,8 +11,8 @@
 //	test-agent get URL                     HTTP GET (plain HTTP), print the status and body; exit 0 on 2xx
 //	test-agent converse [-turns N]         read the resume bundle, append turns through the Session API,
 //	           [-crash-at-turn T -crash M] fail at turn T in the first pod (exit 1, oom, hang)
-//	test-agent answer                      answer the user message the resume bundle ends with, then each
-//	                                       new one as it is appended, until SIGTERM (an agent that talks
+//	test-agent answer                      reply to the user message the resume bundle ends with, then to
+//	                                       each new one as it is appended, until SIGTERM (an agent that talks
 //	                                       with a person, suspended while idle and woken by a message)
 //
 // Reports are written to stdout (one line, prefixed "RESULT ") and, where the kubelet can read

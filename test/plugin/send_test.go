@@ -160,4 +160,3 @@ func TestSendWakesAnIdleAgent(t *testing.T) {
 		t.Fatalf("the wake counted %d restarts", c.Status.Agent.Restarts)
 	}
 }
-

@@ -55,7 +55,8 @@ func start() (func(), error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	stops := []func(){stopEnv, cancel}
+	stops := make([]func(), 0, 3)
+	stops = append(stops, stopEnv, cancel)
 	stop := func() {
 		for i := len(stops) - 1; i >= 0; i-- {
 			stops[i]()
@@ -98,7 +99,7 @@ func personAccount(ctx context.Context) error {
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "person"}},
 		&rbacv1.Role{
 			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "person"},
-			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"parley.dev"}, Resources: []string{"conversations/" + sessionapi.HistorySubresource}, Verbs: []string{"get", "create"}}},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"parley.dev"}, Resources: []string{"conversations/" + sessionapi.HistorySubresource}, Verbs: []string{"get", "create"}}},
 		},
 		&rbacv1.RoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "person"},

@@ -156,8 +156,10 @@ func (a *agent) say(ctx context.Context, b *testing.B, role conversation.Role) t
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		a.turn++
-		m := conversation.Message{ID: fmt.Sprintf("%s-%d", role, a.turn), Role: role,
-			Blocks: []conversation.Block{{Type: conversation.BlockText, Text: fmt.Sprintf("%s %d", role, a.turn)}}}
+		m := conversation.Message{
+			ID: fmt.Sprintf("%s-%d", role, a.turn), Role: role,
+			Blocks: []conversation.Block{{Type: conversation.BlockText, Text: fmt.Sprintf("%s %d", role, a.turn)}},
+		}
 		_, err := person.Append(ctx, namespace, a.conv.Name, []conversation.Message{m})
 		if err == nil {
 			return time.Now()
