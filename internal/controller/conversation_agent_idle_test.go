@@ -82,7 +82,7 @@ func TestDecideIdle(t *testing.T) {
 		},
 		"a crash while waiting is still a crash": {
 			conv:    testConv(withAgent, withIdle(time.Minute), withRestarts(5, time.Second), historyUp, pod, activeAt(now.Add(-time.Hour))),
-			summary: waiting, seen: agentSeen{exists: true, obs: agentpod.Observation{State: agentpod.Crashed, Reason: agentpod.FailureError, ExitCode: 1, At: now}, crashTurn: 1},
+			summary: waiting, seen: agentSeen{exists: true, obs: agentpod.Observation{State: agentpod.Crashed, Reason: parleyv1alpha1.AgentFailureError, ExitCode: 1, At: now}, crashTurn: 1},
 			wantReason: parleyv1alpha1.ReasonRestartScheduled, wantPod: "c-agent-2", wantRequeue: 2 * time.Second, // the second restart's backoff
 			wantEvents: []string{parleyv1alpha1.EventAgentCrashed},
 		},

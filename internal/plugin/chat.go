@@ -35,7 +35,7 @@ Ctrl-D (end of input) leaves; the conversation and its agent go on without you.`
 			if err != nil {
 				return err
 			}
-			return o.chat(cmd.Context(), t, cmd.InOrStdin(), lines, render.TranscriptOptions{Full: full})
+			return o.chat(cmd.Context(), t, cmd.InOrStdin(), lines, render.Options{Full: full})
 		},
 	}
 	cmd.Flags().IntVar(&lines, "lines", 3, "How many of the last messages to print first")
@@ -46,7 +46,7 @@ Ctrl-D (end of input) leaves; the conversation and its agent go on without you.`
 // chat prints the last messages, then follows the conversation while it appends every line of
 // in as a user message, until in ends. Lines are appended one after the other; the agent's
 // messages print as they come, never the user's own lines again.
-func (o *Options) chat(ctx context.Context, t target, in io.Reader, lines int, opts render.TranscriptOptions) error {
+func (o *Options) chat(ctx context.Context, t target, in io.Reader, lines int, opts render.Options) error {
 	st, err := t.api.State(ctx, t.ns, t.name)
 	if err != nil {
 		return o.apiError(err, t.ns, t.name)

@@ -39,7 +39,7 @@ history shows them, until its answer (an assistant message that calls no tool), 
 			if err != nil {
 				return err
 			}
-			return o.send(cmd.Context(), t, text, wait, timeout, render.TranscriptOptions{Full: full})
+			return o.send(cmd.Context(), t, text, wait, timeout, render.Options{Full: full})
 		},
 	}
 	cmd.Flags().BoolVar(&wait, "wait", false, "Print the agent's messages until its answer")
@@ -48,7 +48,7 @@ history shows them, until its answer (an assistant message that calls no tool), 
 	return cmd
 }
 
-func (o *Options) send(ctx context.Context, t target, text string, wait bool, timeout time.Duration, opts render.TranscriptOptions) error {
+func (o *Options) send(ctx context.Context, t target, text string, wait bool, timeout time.Duration, opts render.Options) error {
 	m := userMessage(text)
 	seq, err := o.say(ctx, t, m)
 	if err != nil {

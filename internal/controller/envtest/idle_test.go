@@ -17,6 +17,7 @@ import (
 	"github.com/parley-dev/parley/internal/agentpod"
 	parleyclient "github.com/parley-dev/parley/pkg/client"
 	"github.com/parley-dev/parley/pkg/conversation"
+	"github.com/parley-dev/parley/test/support/operatorenv"
 )
 
 // specWatch records every version of a Conversation the API server sends a watch, so a spec
@@ -27,7 +28,7 @@ type specWatch struct {
 }
 
 func watchSpec(conv *parleyv1alpha1.Conversation) *specWatch {
-	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.Scheme})
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme.Scheme})
 	Expect(err).NotTo(HaveOccurred())
 	w, err := wc.Watch(ctx, &parleyv1alpha1.ConversationList{}, client.InNamespace(conv.Namespace),
 		client.MatchingFields{"metadata.name": conv.Name})
@@ -60,7 +61,7 @@ func (sw *specWatch) unchangedSpec() {
 
 var _ = Describe("Idle agents", func() {
 	It("suspends an agent that waits for a person, wakes it with the next message, and never writes spec", func() {
-		ns := agentNamespace()
+		ns := env.AgentNamespace()
 		conv := newConversation(parleyv1alpha1.ConversationSpec{Agent: agentSpec(func(a *parleyv1alpha1.AgentSpec) {
 			a.Idle = &parleyv1alpha1.IdleSpec{SuspendAfter: metav1.Duration{Duration: time.Second}}
 		})})
@@ -68,18 +69,18 @@ var _ = Describe("Idle agents", func() {
 		Expect(k8sClient.Create(ctx, conv)).To(Succeed())
 		watch := watchSpec(conv)
 		Eventually(historyReady(conv)).Should(Succeed())
-		person, err := parleyclient.New(parleyclient.Options{URL: sessionURL, Token: agentToken(ns, "agent", nil), Retries: -1})
+		person, err := parleyclient.New(parleyclient.Options{URL: env.SessionURL, Token: env.AgentToken(ns, "agent", nil), Retries: -1})
 		Expect(err).NotTo(HaveOccurred())
 
 		By("the agent works on a question: its pod runs however long")
 		first := agentPod(conv, 1)
 		kubelet(first, corev1.PodRunning, runningState())
-		_, err = person.Append(ctx, ns, conv.Name, []conversation.Message{textMessage("u1", "user", "hello")})
+		_, err = person.Append(ctx, ns, conv.Name, []conversation.Message{operatorenv.TextMessage("u1", "user", "hello")})
 		Expect(err).NotTo(HaveOccurred())
 		Consistently(agentCondition(conv, metav1.ConditionTrue, parleyv1alpha1.ReasonPodRunning)).WithTimeout(2 * time.Second).Should(Succeed())
 
 		By("it answers and waits: after suspendAfter its pod is stopped, nothing counted as a crash")
-		_, err = person.Append(ctx, ns, conv.Name, []conversation.Message{textMessage("a1", "assistant", "hi")})
+		_, err = person.Append(ctx, ns, conv.Name, []conversation.Message{operatorenv.TextMessage("a1", "assistant", "hi")})
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(agentCondition(conv, metav1.ConditionFalse, parleyv1alpha1.ReasonIdle)).Should(Succeed())
 		Eventually(func() error { return k8sClient.Get(ctx, clientKey(first), &corev1.Pod{}) }).Should(Satisfy(apierrors.IsNotFound))
@@ -98,7 +99,7 @@ var _ = Describe("Idle agents", func() {
 		Eventually(func() []string { return eventReasons(conv) }).Should(ContainElement(parleyv1alpha1.EventAgentSuspended))
 
 		By("a person's message wakes it: a new pod resumes with the message in its bundle")
-		_, err = person.Append(ctx, ns, conv.Name, []conversation.Message{textMessage("u2", "user", "are you there?")})
+		_, err = person.Append(ctx, ns, conv.Name, []conversation.Message{operatorenv.TextMessage("u2", "user", "are you there?")})
 		Expect(err).NotTo(HaveOccurred())
 		second := agentPod(conv, 2)
 		Expect(envOf(second)).To(HaveKeyWithValue(agentpod.EnvResume, "true"))
@@ -113,17 +114,17 @@ var _ = Describe("Idle agents", func() {
 	})
 
 	It("lets a manual suspend win over a message, and wakes the agent once resumed", func() {
-		ns := agentNamespace()
+		ns := env.AgentNamespace()
 		conv := newConversation(parleyv1alpha1.ConversationSpec{Agent: agentSpec(func(a *parleyv1alpha1.AgentSpec) {
 			a.Idle = &parleyv1alpha1.IdleSpec{SuspendAfter: metav1.Duration{Duration: 500 * time.Millisecond}}
 		})})
 		conv.Namespace = ns
 		Expect(k8sClient.Create(ctx, conv)).To(Succeed())
 		Eventually(historyReady(conv)).Should(Succeed())
-		person, err := parleyclient.New(parleyclient.Options{URL: sessionURL, Token: agentToken(ns, "agent", nil), Retries: -1})
+		person, err := parleyclient.New(parleyclient.Options{URL: env.SessionURL, Token: env.AgentToken(ns, "agent", nil), Retries: -1})
 		Expect(err).NotTo(HaveOccurred())
 		kubelet(agentPod(conv, 1), corev1.PodRunning, runningState())
-		_, err = person.Append(ctx, ns, conv.Name, []conversation.Message{textMessage("u1", "user", "q"), textMessage("a1", "assistant", "a")})
+		_, err = person.Append(ctx, ns, conv.Name, []conversation.Message{operatorenv.TextMessage("u1", "user", "q"), operatorenv.TextMessage("a1", "assistant", "a")})
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(agentCondition(conv, metav1.ConditionFalse, parleyv1alpha1.ReasonIdle)).Should(Succeed())
 
@@ -133,7 +134,7 @@ var _ = Describe("Idle agents", func() {
 			g.Expect(k8sClient.Update(ctx, conv)).To(Succeed())
 		}).Should(Succeed())
 		Eventually(agentCondition(conv, metav1.ConditionFalse, parleyv1alpha1.ReasonSuspended)).Should(Succeed())
-		_, err = person.Append(ctx, ns, conv.Name, []conversation.Message{textMessage("u2", "user", "wake up")})
+		_, err = person.Append(ctx, ns, conv.Name, []conversation.Message{operatorenv.TextMessage("u2", "user", "wake up")})
 		Expect(err).NotTo(HaveOccurred())
 		Consistently(func() error {
 			return k8sClient.Get(ctx, clientKey(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: agentpod.PodName(conv.Name, 2)}}), &corev1.Pod{})
