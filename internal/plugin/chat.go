@@ -47,23 +47,9 @@ Ctrl-D (end of input) leaves; the conversation and its agent go on without you.`
 // in as a user message, until in ends. Lines are appended one after the other; the agent's
 // messages print as they come, never the user's own lines again.
 func (o *Options) chat(ctx context.Context, t target, in io.Reader, lines int, opts render.Options) error {
-	st, err := t.api.State(ctx, t.ns, t.name)
+	st, seen, err := o.printLast(ctx, t.api, t, lines, opts)
 	if err != nil {
-		return o.apiError(err, t.ns, t.name)
-	}
-	// Everything already in the epoch counts as shown: a compaction replays none of it.
-	seen := newIDSet()
-	for i := range st.State.Messages {
-		seen.add(st.State.Messages[i].ID)
-	}
-	recent := st.State.Messages
-	if lines >= 0 && len(recent) > lines {
-		recent = recent[len(recent)-lines:]
-	}
-	for i := range recent {
-		if err := render.Message(o.out(), &recent[i], opts); err != nil {
-			return err
-		}
+		return err
 	}
 	_, _ = fmt.Fprintf(o.err(), "chatting with %s: type a message and press Enter; Ctrl-D leaves\n", t)
 

@@ -10,6 +10,7 @@ import (
 	"github.com/parley-dev/parley/internal/plugin/render"
 	parleyclient "github.com/parley-dev/parley/pkg/client"
 	"github.com/parley-dev/parley/pkg/conversation"
+	"github.com/parley-dev/parley/pkg/wire"
 )
 
 func newTailCommand(o *Options) *cobra.Command {
@@ -44,24 +45,9 @@ appears as a new message).`,
 }
 
 func (o *Options) tail(ctx context.Context, api *parleyclient.Client, t target, lines int, follow bool, opts render.Options) error {
-	st, err := api.State(ctx, t.ns, t.name)
+	st, seen, err := o.printLast(ctx, api, t, lines, opts)
 	if err != nil {
-		return o.apiError(err, t.ns, t.name)
-	}
-	// Every message already in the epoch counts as seen, printed or not: after a compaction
-	// only what is new to this reader is printed.
-	seen := map[string]bool{}
-	for i := range st.State.Messages {
-		seen[st.State.Messages[i].ID] = true
-	}
-	msgs := st.State.Messages
-	if lines >= 0 && len(msgs) > lines {
-		msgs = msgs[len(msgs)-lines:]
-	}
-	for i := range msgs {
-		if err := render.Message(o.out(), &msgs[i], opts); err != nil {
-			return err
-		}
+		return err
 	}
 	if !follow {
 		return nil
@@ -69,10 +55,9 @@ func (o *Options) tail(ctx context.Context, api *parleyclient.Client, t target, 
 	after := st.Sequence
 	for {
 		err := api.Follow(ctx, t.ns, t.name, after, func(m conversation.Message) error {
-			if seen[m.ID] {
+			if !seen.add(m.ID) {
 				return nil
 			}
-			seen[m.ID] = true
 			return render.Message(o.out(), &m, opts)
 		})
 		switch {
@@ -85,4 +70,28 @@ func (o *Options) tail(ctx context.Context, api *parleyclient.Client, t target, 
 			return o.apiError(err, t.ns, t.name)
 		}
 	}
+}
+
+// printLast prints the last lines messages of the conversation's current epoch (all with a
+// negative lines) and returns its state with every message of the epoch counted as seen,
+// printed or not: after a compaction only what is new to this reader is printed.
+func (o *Options) printLast(ctx context.Context, api *parleyclient.Client, t target, lines int, opts render.Options) (*wire.StateResponse, *idSet, error) {
+	st, err := api.State(ctx, t.ns, t.name)
+	if err != nil {
+		return nil, nil, o.apiError(err, t.ns, t.name)
+	}
+	seen := newIDSet()
+	for i := range st.State.Messages {
+		seen.add(st.State.Messages[i].ID)
+	}
+	msgs := st.State.Messages
+	if lines >= 0 && len(msgs) > lines {
+		msgs = msgs[len(msgs)-lines:]
+	}
+	for i := range msgs {
+		if err := render.Message(o.out(), &msgs[i], opts); err != nil {
+			return nil, nil, err
+		}
+	}
+	return st, seen, nil
 }
