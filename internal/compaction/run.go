@@ -174,6 +174,8 @@ func epochRecords(c *journal.Compaction, s *conversation.State, epoch uint64) ([
 	return append(append([]history.Record{first}, state...), marker), nil
 }
 
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+
 // summarizer builds the summarizer of spec.context.summarizer, with the API key from its
 // Secret (read on every job, so a rotated key is used at the next attempt; never logged).
 func (r *Runner) summarizer(ctx context.Context, conv *parleyv1alpha1.Conversation) (compact.Summarizer, error) {

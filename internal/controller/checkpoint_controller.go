@@ -49,9 +49,11 @@ type CheckpointReconciler struct {
 	Sessions *session.Sessions
 }
 
-// +kubebuilder:rbac:groups=parley.dev,resources=checkpoints,verbs=get;list;watch;update;patch;delete
-// +kubebuilder:rbac:groups=parley.dev,resources=checkpoints/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=parley.dev,resources=checkpoints/finalizers,verbs=update
+// The Checkpoint controller caches Checkpoints and Conversations, patches its finalizer and
+// controller reference onto a Checkpoint, and writes status with an update.
+// +kubebuilder:rbac:groups=parley.dev,resources=checkpoints,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=parley.dev,resources=checkpoints/status,verbs=update
+// +kubebuilder:rbac:groups=parley.dev,resources=conversations,verbs=get;list;watch
 
 // Reconcile writes the snapshot of a new Checkpoint, or removes it when the Checkpoint goes.
 func (r *CheckpointReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

@@ -75,15 +75,20 @@ type ConversationReconciler struct {
 	own session.OwnWrites
 }
 
-// +kubebuilder:rbac:groups=parley.dev,resources=conversations,verbs=get;list;watch;update;patch;delete
-// +kubebuilder:rbac:groups=parley.dev,resources=conversations/status,verbs=get;update;patch
+// What the Conversation controller does with the API (docs/operations.md#permissions has every
+// right with its reason): it caches Conversations, patches its finalizer on and off, deletes an
+// expired one, and writes status with an update; it sets Conversations as the controller owner
+// of what it creates (owner references that block deletion need conversations/finalizers);
+// it creates, caches and deletes Checkpoints, agent pods (read uncached once to tell a pod it
+// does not control) and their bundle ConfigMaps, and reads system prompt and seed ConfigMaps
+// uncached. Nodes are cluster-scoped: watched for NodeLost, they stay in manager-cluster-role.
+// +kubebuilder:rbac:groups=parley.dev,resources=conversations,verbs=get;list;watch;patch;delete
+// +kubebuilder:rbac:groups=parley.dev,resources=conversations/status,verbs=update
 // +kubebuilder:rbac:groups=parley.dev,resources=conversations/finalizers,verbs=update
 // +kubebuilder:rbac:groups=parley.dev,resources=checkpoints,verbs=get;list;watch;create;delete
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;create;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch,roleName=manager-cluster-role
 
 // Reconcile runs the phases and writes what they decided.
 func (r *ConversationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

@@ -28,6 +28,9 @@ import (
 	"github.com/parley-dev/parley/internal/metrics"
 )
 
+// The events.k8s.io broadcaster creates an Event, and patches it when it repeats (a series).
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
 // DefaultInFlight is how many Events are sent at once: the value that lowered the scale
 // benchmark's expiry lateness against client-go's one goroutine per Event, where a larger bound
 // did not and a smaller one sent too few (docs/benchmarks.md). The price is that in a burst of

@@ -39,6 +39,12 @@ const (
 	probeFailureTTL = time.Minute
 )
 
+// ConfigMap histories: objects read, listed (metadata only), created, the index patched with a
+// precondition, and deleted, through an uncached client in the Conversation's namespace; the
+// objectStore credentials Secret is read on demand.
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+
 // Stores maps Conversations to their histories. It is safe for concurrent use and serves
 // every manager replica: it holds no leader-only state.
 type Stores struct {

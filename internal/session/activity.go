@@ -213,6 +213,8 @@ func (a *Activity) flush(ctx context.Context, final bool, due time.Time) {
 	_ = g.Wait()
 }
 
+// +kubebuilder:rbac:groups=parley.dev,resources=conversations/status,verbs=patch
+
 // write patches status.lastActivityTime; a failed write is kept for the next flush.
 func (a *Activity) write(ctx context.Context, key types.NamespacedName, at time.Time) {
 	conv := &parleyv1alpha1.Conversation{}

@@ -17,7 +17,7 @@ import (
 	"github.com/parley-dev/parley/pkg/wire"
 )
 
-// +kubebuilder:rbac:groups=apiregistration.k8s.io,resources=apiservices,verbs=get;patch,resourceNames=v1alpha1.session.parley.dev
+// +kubebuilder:rbac:groups=apiregistration.k8s.io,resources=apiservices,verbs=get;patch,resourceNames=v1alpha1.session.parley.dev,roleName=manager-cluster-role
 
 // APIServiceName is the APIService (config/default) that registers the aggregated group with
 // the API server's aggregator.

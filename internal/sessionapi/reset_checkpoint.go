@@ -27,6 +27,9 @@ type resetResult struct {
 	Kept    int    `json:"kept,omitempty"`
 }
 
+// A reset creates its Checkpoint and records its result on it with a patch.
+// +kubebuilder:rbac:groups=parley.dev,resources=checkpoints,verbs=create;patch
+
 // resetCheckpoint finds or creates the reset's Checkpoint. The manager creates it, on behalf
 // of a caller who was allowed to reset (delete on conversations/history); the annotations say
 // who asked and tie it to the key.

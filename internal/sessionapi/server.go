@@ -29,8 +29,13 @@ import (
 	"github.com/parley-dev/parley/pkg/wire"
 )
 
-// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
-// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+// The Session API authenticates bearer tokens (TokenReview) and authorises callers
+// (SubjectAccessReview): cluster-scoped, so they stay in the manager's ClusterRole
+// manager-cluster-role whatever namespaces it watches. It reads Conversations through the
+// manager's cache.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create,roleName=manager-cluster-role
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create,roleName=manager-cluster-role
+// +kubebuilder:rbac:groups=parley.dev,resources=conversations,verbs=get;list;watch
 
 // Server serves the Session API.
 type Server struct {

@@ -70,6 +70,9 @@ func build(in inputs) (map[string][]byte, error) {
 		return nil, err
 	}
 	d.leaseRoles = leaseRoles(in.base)
+	if err := checkManagerRights(in.base); err != nil {
+		return nil, err
+	}
 	inBase := map[string]bool{}
 	deployments := 0
 	for _, o := range in.base {
@@ -87,6 +90,16 @@ func build(in inputs) (map[string][]byte, error) {
 			continue
 		case "Deployment":
 			deployments++
+		}
+		if isManagerRights(o) {
+			scoped, err := templateManagerRights(o, ns, &d)
+			if err != nil {
+				return nil, fmt.Errorf("%s %s: %w", o.kind(), o.name(), err)
+			}
+			for path, text := range scoped {
+				files[path] = []byte(text)
+			}
+			continue
 		}
 		path, text, err := templateObject(o, ns, "", &d)
 		if err != nil {

@@ -125,6 +125,23 @@ metadata:
 spec:
   ports:
   - {name: https, port: 8443, targetPort: 8443}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: parley-manager-role
+rules:
+- {apiGroups: [""], resources: [pods], verbs: [create]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  labels:
+    app.kubernetes.io/managed-by: kustomize
+  name: parley-manager-rolebinding
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: parley-manager-role}
+subjects:
+- {kind: ServiceAccount, name: parley-controller-manager, namespace: parley-system}
 `
 
 const certManagerYAML = `apiVersion: cert-manager.io/v1
@@ -184,6 +201,19 @@ func TestBuild(t *testing.T) {
 		"Chart.yaml":                                {"version: 1.2.3", `appVersion: "v1"`},
 		"templates/NOTES.txt":                       {".Release.Namespace"},
 		"templates/deployment-controller-manager.x": nil,
+		// The manager's namespaced rights: cluster-wide without watchNamespaces, else a Role
+		// and a RoleBinding in each watched namespace.
+		"templates/clusterrole-manager-role.yaml":               {"{{- if not .Values.watchNamespaces }}\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\n"},
+		"templates/clusterrolebinding-manager-rolebinding.yaml": {"{{- if not .Values.watchNamespaces }}\n", "kind: ClusterRoleBinding\n"},
+		"templates/role-manager-role.yaml": {
+			"{{- range .Values.watchNamespaces }}\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\n",
+			"  namespace: {{ . | quote }}\n", "  - pods\n",
+		},
+		"templates/rolebinding-manager-rolebinding.yaml": {
+			"kind: RoleBinding\n", "app.kubernetes.io/managed-by: {{ $.Release.Service }}",
+			"  namespace: {{ . | quote }}\n", "roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: Role\n",
+			"  namespace: '{{ $.Release.Namespace }}'", "{{- end }}\n",
+		},
 	} {
 		text, ok := files[path]
 		if want == nil {
@@ -226,6 +256,11 @@ func TestBuildRefuses(t *testing.T) {
 			base:   strings.Replace(baseYAML, "        - --leader-elect\n", "", 1),
 			extras: baseYAML + "---\n" + certManagerYAML,
 			want:   "no longer sets --leader-elect",
+		},
+		"the manager's ClusterRole is gone": {
+			base:   baseYAML[:strings.Index(baseYAML, "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\n")],
+			extras: baseYAML + "---\n" + certManagerYAML,
+			want:   "ClusterRole parley-manager-role",
 		},
 		"config/manager mounts volumes": {
 			base:   strings.Replace(baseYAML, "        resources:", "        volumeMounts: [{name: x, mountPath: /x}]\n        resources:", 1),

@@ -41,6 +41,9 @@ leaderElection:
   namespace: ""
 
 # Namespaces whose Conversations this manager reconciles (--watch-namespaces); empty: all.
+# When set, the manager's rights on pods, ConfigMaps, Secrets, Events, Conversations and
+# Checkpoints are a Role and a RoleBinding (parley-manager-role, parley-manager-rolebinding) in
+# each of these namespaces instead of a ClusterRole bound cluster-wide; the namespaces must exist.
 watchNamespaces: []
 
 # Client-side rate limits toward the apiserver; empty keeps the manager's defaults
