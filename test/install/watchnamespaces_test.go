@@ -39,14 +39,7 @@ func TestChartWatchNamespaces(t *testing.T) {
 	defer cancel()
 	k := start(t)
 	helm := tool(t, "HELM", "helm")
-	kubectl := func(args ...string) string {
-		t.Helper()
-		out, err := k.run(ctx, "", args...)
-		if err != nil {
-			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return strings.TrimSpace(out)
-	}
+	kubectl := k.must(ctx, t)
 	for _, ns := range []string{watchedNS, unwatchedNS} {
 		kubectl("create", "namespace", ns)
 	}
@@ -54,52 +47,8 @@ func TestChartWatchNamespaces(t *testing.T) {
 		"--set", "watchNamespaces={"+watchedNS+"}")
 	k.waitServed(ctx, t)
 
-	// kubectl auth can-i through impersonation: the API server's authorizer answers.
-	impersonate := []string{"--as", managerSA}
-	for _, g := range managerGroups {
-		impersonate = append(impersonate, "--as-group", g)
-	}
-	for _, c := range []struct {
-		args []string
-		want bool
-	}{
-		{[]string{"create", "pods", "-n", watchedNS}, true},
-		{[]string{"create", "pods", "-n", unwatchedNS}, false},
-		{[]string{"list", "pods", "--all-namespaces"}, false},
-		{[]string{"get", "secrets", "-n", watchedNS}, true},
-		{[]string{"get", "secrets", "-n", unwatchedNS}, false},
-		{[]string{"get", "secrets", "-n", "kube-system"}, false},
-		{[]string{"list", "configmaps", "-n", watchedNS}, true},
-		{[]string{"list", "configmaps", "-n", unwatchedNS}, false},
-		{[]string{"create", "configmaps", "-n", unwatchedNS}, false},
-		{[]string{"list", "conversations.parley.dev", "-n", watchedNS}, true},
-		{[]string{"list", "conversations.parley.dev", "-n", unwatchedNS}, false},
-		{[]string{"create", "events.events.k8s.io", "-n", unwatchedNS}, false},
-		{[]string{"create", "serviceaccounts/token", "-n", watchedNS}, false},
-		// What stays cluster-scoped: reviews, Nodes (NodeLost), the APIService by name, and
-		// the front-proxy settings in kube-system.
-		{[]string{"create", "tokenreviews.authentication.k8s.io"}, true},
-		{[]string{"create", "subjectaccessreviews.authorization.k8s.io"}, true},
-		{[]string{"watch", "nodes"}, true},
-		{[]string{"patch", "apiservices.apiregistration.k8s.io/v1alpha1.session.parley.dev"}, true},
-		{[]string{"patch", "apiservices.apiregistration.k8s.io/v1.apps"}, false},
-		{[]string{"get", "configmaps/extension-apiserver-authentication", "-n", "kube-system"}, true},
-		{[]string{"get", "configmaps/kube-root-ca.crt", "-n", "kube-system"}, false},
-	} {
-		args := append(append([]string{"auth", "can-i"}, c.args...), impersonate...)
-		out, err := k.run(ctx, "", args...)
-		// The answer starts the last line (kubectl warns first when a resource is not
-		// namespaced, and may give the reason after a "no").
-		lines := strings.Split(strings.TrimSpace(out), "\n")
-		answer, _, _ := strings.Cut(strings.TrimSpace(lines[len(lines)-1]), " ")
-		if answer != "yes" && answer != "no" {
-			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		if got := answer == "yes"; got != c.want {
-			t.Errorf("the manager may %s: %s, want %v", strings.Join(c.args, " "), answer, c.want)
-		}
-	}
-	checkRoleScopes(t, k, kubectl)
+	checkWatchedNamespaceRights(ctx, t, k)
+	checkRoleScopes(t, k, kubectl, "-n "+watchedNS+" role/parley-manager-role")
 
 	// The manager binary, as the ServiceAccount, with only the chart's rights.
 	logPath := runManagerAs(t, k, managerSA, managerGroups,
@@ -147,11 +96,96 @@ func TestChartWatchNamespaces(t *testing.T) {
 	}
 }
 
-// checkRoleScopes: every resource of the Role the chart made in the watched namespace is
-// namespaced (a cluster-scoped one there would grant nothing), and every resource of the
-// manager's ClusterRole is cluster-scoped (a namespaced one would be granted in every
-// namespace), as the API server's discovery says.
-func checkRoleScopes(t *testing.T, k *kube, kubectl func(...string) string) {
+// TestKustomizeWatchNamespaces applies docs/install.md's overlay that scopes the installer to
+// team-a (test/install/testdata/kustomize-watch-namespaces) and asks what the manager may do:
+// the same as with the chart's watchNamespaces, its ClusterRole of namespaced rights bound in
+// team-a alone.
+func TestKustomizeWatchNamespaces(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	k := start(t)
+	kubectl := k.must(ctx, t)
+	for _, ns := range []string{watchedNS, unwatchedNS} {
+		kubectl("create", "namespace", ns)
+	}
+	kubectl("apply", "-k", "test/install/testdata/kustomize-watch-namespaces")
+	args := kubectl("-n", installNS, "get", "deployment", "parley-controller-manager", "-o", "jsonpath={.spec.template.spec.containers[0].args}")
+	if !strings.Contains(args, `"--watch-namespaces=`+watchedNS+`"`) {
+		t.Errorf("the overlay's manager args: %s", args)
+	}
+	checkWatchedNamespaceRights(ctx, t, k)
+	checkRoleScopes(t, k, kubectl, "clusterrole/parley-manager-role")
+}
+
+// must returns kubectl as the admin, failing the test on an error, with its output trimmed.
+func (k *kube) must(ctx context.Context, t *testing.T) func(args ...string) string {
+	return func(args ...string) string {
+		t.Helper()
+		out, err := k.run(ctx, "", args...)
+		if err != nil {
+			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return strings.TrimSpace(out)
+	}
+}
+
+// checkWatchedNamespaceRights asks the API server (kubectl auth can-i, impersonating the
+// manager's ServiceAccount) what the manager may do: its namespaced rights in watchedNS only,
+// its cluster-scoped rights cluster-wide.
+func checkWatchedNamespaceRights(ctx context.Context, t *testing.T, k *kube) {
+	t.Helper()
+	// kubectl auth can-i through impersonation: the API server's authorizer answers.
+	impersonate := []string{"--as", managerSA}
+	for _, g := range managerGroups {
+		impersonate = append(impersonate, "--as-group", g)
+	}
+	for _, c := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"create", "pods", "-n", watchedNS}, true},
+		{[]string{"create", "pods", "-n", unwatchedNS}, false},
+		{[]string{"list", "pods", "--all-namespaces"}, false},
+		{[]string{"get", "secrets", "-n", watchedNS}, true},
+		{[]string{"get", "secrets", "-n", unwatchedNS}, false},
+		{[]string{"get", "secrets", "-n", "kube-system"}, false},
+		{[]string{"list", "configmaps", "-n", watchedNS}, true},
+		{[]string{"list", "configmaps", "-n", unwatchedNS}, false},
+		{[]string{"create", "configmaps", "-n", unwatchedNS}, false},
+		{[]string{"list", "conversations.parley.dev", "-n", watchedNS}, true},
+		{[]string{"list", "conversations.parley.dev", "-n", unwatchedNS}, false},
+		{[]string{"create", "events.events.k8s.io", "-n", unwatchedNS}, false},
+		{[]string{"create", "serviceaccounts/token", "-n", watchedNS}, false},
+		// What stays cluster-scoped: reviews, Nodes (NodeLost), the APIService by name, and
+		// the front-proxy settings in kube-system.
+		{[]string{"create", "tokenreviews.authentication.k8s.io"}, true},
+		{[]string{"create", "subjectaccessreviews.authorization.k8s.io"}, true},
+		{[]string{"watch", "nodes"}, true},
+		{[]string{"patch", "apiservices.apiregistration.k8s.io/v1alpha1.session.parley.dev"}, true},
+		{[]string{"patch", "apiservices.apiregistration.k8s.io/v1.apps"}, false},
+		{[]string{"get", "configmaps/extension-apiserver-authentication", "-n", "kube-system"}, true},
+		{[]string{"get", "configmaps/kube-root-ca.crt", "-n", "kube-system"}, false},
+	} {
+		args := append(append([]string{"auth", "can-i"}, c.args...), impersonate...)
+		out, err := k.run(ctx, "", args...)
+		// The answer starts the last line (kubectl warns first when a resource is not
+		// namespaced, and may give the reason after a "no").
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		answer, _, _ := strings.Cut(strings.TrimSpace(lines[len(lines)-1]), " ")
+		if answer != "yes" && answer != "no" {
+			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		if got := answer == "yes"; got != c.want {
+			t.Errorf("the manager may %s: %s, want %v", strings.Join(c.args, " "), answer, c.want)
+		}
+	}
+}
+
+// checkRoleScopes: every resource of namespacedRole, the role bound in the watched namespace,
+// is namespaced (a cluster-scoped one there would grant nothing), and every resource of the
+// manager's cluster-scoped ClusterRole is cluster-scoped (a namespaced one would be granted in
+// every namespace), as the API server's discovery says.
+func checkRoleScopes(t *testing.T, k *kube, kubectl func(...string) string, namespacedRole string) {
 	t.Helper()
 	// The aggregated group has no manager behind it yet: its discovery fails, the rest answers.
 	_, lists, err := k.discovery.ServerGroupsAndResources()
@@ -173,7 +207,7 @@ func checkRoleScopes(t *testing.T, k *kube, kubectl func(...string) string) {
 		obj        string
 		namespaced bool
 	}{
-		{"-n " + watchedNS + " role/parley-manager-role", true},
+		{namespacedRole, true},
 		{"clusterrole/parley-manager-cluster-role", false},
 	} {
 		var role rbacv1.ClusterRole // a Role's fields, too
