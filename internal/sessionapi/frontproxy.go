@@ -20,8 +20,9 @@ import (
 // AuthenticationConfigMapName is the ConfigMap in kube-system where the API server publishes
 // how it authenticates to extension API servers: the request-header CA that signs its
 // front-proxy client certificate, the certificate names it uses, and the headers that carry
-// the user it authenticated. The manager's ClusterRole reads ConfigMaps in every namespace
-// (ConfigMap histories), this one included.
+// the user it authenticated. The manager reads it through the API server's Role
+// extension-apiserver-authentication-reader, bound in kube-system
+// (config/rbac/auth_reader_role_binding.yaml): only this ConfigMap, by name.
 const AuthenticationConfigMapName = "extension-apiserver-authentication"
 
 // FrontProxy authenticates the requests the API server's aggregator proxies to the aggregated

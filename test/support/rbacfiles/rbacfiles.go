@@ -18,15 +18,36 @@ import (
 	"github.com/parley-dev/parley/test/support/repopath"
 )
 
-// Role is a Role or a ClusterRole as config/rbac names it (without kustomize's prefix).
-type Role struct {
-	Kind  string
-	Name  string
-	Rules []rbacv1.PolicyRule
+// Object is an RBAC object of config/rbac as it names it (without kustomize's prefix): a Role
+// or ClusterRole with its rules, or a binding with the role it refers to.
+type Object struct {
+	Kind    string
+	Name    string
+	Rules   []rbacv1.PolicyRule
+	RoleRef rbacv1.RoleRef
 }
 
 // Roles returns every Role and ClusterRole of config/rbac by name.
-func Roles() (map[string]Role, error) {
+func Roles() (map[string]Object, error) {
+	objs, err := Objects()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]Object{}
+	for _, o := range objs {
+		if o.Kind != "Role" && o.Kind != "ClusterRole" {
+			continue
+		}
+		if _, dup := out[o.Name]; dup {
+			return nil, fmt.Errorf("config/rbac has two roles named %s", o.Name)
+		}
+		out[o.Name] = o
+	}
+	return out, nil
+}
+
+// Objects returns every object of config/rbac's YAML files, several per file allowed.
+func Objects() ([]Object, error) {
 	root, err := repopath.Root()
 	if err != nil {
 		return nil, err
@@ -35,7 +56,7 @@ func Roles() (map[string]Role, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]Role{}
+	var out []Object
 	for _, f := range files {
 		raw, err := os.ReadFile(f)
 		if err != nil {
@@ -55,18 +76,15 @@ func Roles() (map[string]Role, error) {
 				Metadata struct {
 					Name string `json:"name"`
 				} `json:"metadata"`
-				Rules []rbacv1.PolicyRule `json:"rules"`
+				Rules   []rbacv1.PolicyRule `json:"rules"`
+				RoleRef rbacv1.RoleRef      `json:"roleRef"`
 			}
 			if err := yaml.Unmarshal(doc, &obj); err != nil {
 				return nil, fmt.Errorf("%s: %w", f, err)
 			}
-			if obj.Kind != "Role" && obj.Kind != "ClusterRole" {
-				continue
+			if obj.Kind != "" {
+				out = append(out, Object{Kind: obj.Kind, Name: obj.Metadata.Name, Rules: obj.Rules, RoleRef: obj.RoleRef})
 			}
-			if _, dup := out[obj.Metadata.Name]; dup {
-				return nil, fmt.Errorf("%s: a second role named %s", f, obj.Metadata.Name)
-			}
-			out[obj.Metadata.Name] = Role{Kind: obj.Kind, Name: obj.Metadata.Name, Rules: obj.Rules}
 		}
 	}
 	return out, nil
