@@ -432,10 +432,16 @@ func TestChartInstallsOnEnvtest(t *testing.T) {
 	if out, err := k.run(ctx, "", "apply", "-f", chartDir+"/crds/"); err != nil {
 		t.Errorf("kubectl apply -f %s/crds/ over the CRDs helm created: %v\n%s", chartDir, err, out)
 	}
+	// watchNamespaces makes the manager's Role and RoleBinding there: the namespace must exist.
+	kubectl("create", "namespace", "team-a")
 	runTool(t, env, helm, "upgrade", "parley", chartDir, "--namespace", installNS, "--set", "replicas=3", "--set", "watchNamespaces={team-a}")
 	if got := kubectl("-n", installNS, "get", "deployment", "parley-controller-manager", "-o", "jsonpath={.spec.replicas} {.spec.template.spec.containers[0].args}"); !strings.HasPrefix(got, "3 ") ||
 		!strings.Contains(got, "--watch-namespaces=team-a") {
 		t.Errorf("after helm upgrade --set replicas=3,watchNamespaces={team-a}: %q", got)
+	}
+	kubectl("-n", "team-a", "get", "role/parley-manager-role", "rolebinding/parley-manager-rolebinding")
+	if out, err := k.run(ctx, "", "get", "clusterrolebinding/parley-manager-rolebinding"); err == nil {
+		t.Errorf("the manager's ClusterRoleBinding survived the upgrade to watchNamespaces: %s", out)
 	}
 
 	runTool(t, env, helm, "uninstall", "parley", "--namespace", installNS, "--wait")
