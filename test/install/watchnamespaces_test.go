@@ -135,7 +135,8 @@ func (k *kube) must(ctx context.Context, t *testing.T) func(args ...string) stri
 func checkWatchedNamespaceRights(ctx context.Context, t *testing.T, k *kube) {
 	t.Helper()
 	// kubectl auth can-i through impersonation: the API server's authorizer answers.
-	impersonate := []string{"--as", managerSA}
+	impersonate := make([]string, 0, 2+2*len(managerGroups))
+	impersonate = append(impersonate, "--as", managerSA)
 	for _, g := range managerGroups {
 		impersonate = append(impersonate, "--as-group", g)
 	}
