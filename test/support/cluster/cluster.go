@@ -34,6 +34,13 @@ type Cluster struct {
 // bucket, and writes dir/kubeconfig. Everything stops when t ends.
 func Start(ctx context.Context, t testing.TB, dir, bucket string) *Cluster {
 	t.Helper()
+	return StartInstalling(ctx, t, dir, bucket, kubeenv.InstallCRDs)
+}
+
+// StartInstalling is Start with install putting Parley on the API server instead of the CRDs
+// of config/crd/bases (root is the repository).
+func StartInstalling(ctx context.Context, t testing.TB, dir, bucket string, install func(cfg *rest.Config, root string) error) *Cluster {
+	t.Helper()
 	root, err := repopath.Root()
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +55,7 @@ func Start(ctx context.Context, t testing.TB, dir, bucket string) *Cluster {
 	}
 	t.Cleanup(stopEnv)
 	cl.Config = cfg
-	if err := kubeenv.InstallCRDs(cfg, root); err != nil {
+	if err := install(cfg, root); err != nil {
 		t.Fatal(err)
 	}
 	if cl.Client, _, err = kubeenv.NewClient(cfg); err != nil {

@@ -1,0 +1,270 @@
+package blackbox_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+	"github.com/parley-dev/parley/test/support/cluster"
+)
+
+// refused fails t unless err is the admission policy's refusal.
+func refused(t *testing.T, what string, err error) {
+	t.Helper()
+	if err == nil {
+		t.Errorf("%s was admitted, want refused", what)
+		return
+	}
+	if !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) {
+		t.Errorf("%s: %v, want Forbidden by the admission policy", what, err)
+	}
+}
+
+// agentNeedsPodCreate: a person bound only to Parley's conversation editor role may not make
+// the manager run a pod for them.
+func agentNeedsPodCreate(ctx context.Context, t *testing.T, e *env) {
+	ns := e.namespace(ctx, t, "authors")
+	e.bindRole(ctx, t, ns, "ClusterRole", editorRole, rbacv1.Subject{Kind: rbacv1.UserKind, Name: "eve"})
+	eve := e.user("eve")
+
+	refused(t, "an editor's Conversation with an agent", eve.Create(ctx, withAgent(historyOnly(ns, "eve-agent"), "")))
+	refused(t, "an editor's Conversation with an agent as another ServiceAccount",
+		eve.Create(ctx, withAgent(historyOnly(ns, "eve-agent-sa"), "agent")))
+
+	// Without an agent it is admitted; adding one later is not.
+	plain := historyOnly(ns, "eve-plain")
+	if err := eve.Create(ctx, plain); err != nil {
+		t.Fatalf("an editor's Conversation without an agent: %v", err)
+	}
+	refused(t, "an editor adding an agent by update", eve.Update(ctx, withAgent(plain.DeepCopy(), "")))
+	patch := []byte(`{"spec":{"agent":{"template":{"spec":{"containers":[{"name":"agent","image":"registry.example/agent:1"}]}}}}}`)
+	refused(t, "an editor adding an agent by merge patch", eve.Patch(ctx, plain.DeepCopy(), client.RawPatch("application/merge-patch+json", patch)))
+
+	// An agent someone allowed set up: the editor may not change its template.
+	owned := withAgent(historyOnly(ns, "owned"), "")
+	e.create(ctx, t, owned)
+	if err := eve.Get(ctx, client.ObjectKeyFromObject(owned), owned); err != nil {
+		t.Fatal(err)
+	}
+	owned.Spec.Agent.Template.Spec.Containers[0].Image = "registry.example/eve:1"
+	owned.Spec.Agent.Template.Spec.HostNetwork = true
+	refused(t, "an editor changing the image of an agent", eve.Update(ctx, owned))
+
+	pods := &corev1.PodList{}
+	if err := e.admin.List(ctx, pods, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		for _, c := range p.Spec.Containers {
+			if strings.Contains(c.Image, "eve") || strings.HasPrefix(p.Name, "eve-") {
+				t.Errorf("pod %s runs %s for the editor", p.Name, c.Image)
+			}
+		}
+	}
+}
+
+// recorder is an OpenAI-compatible summarizer that records what it was sent.
+type recorder struct {
+	*httptest.Server
+	mu       sync.Mutex
+	requests []string // "METHOD path authorization-header"
+}
+
+func newRecorder(t *testing.T) *recorder {
+	r := &recorder{}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		r.requests = append(r.requests, req.Method+" "+req.URL.Path+" "+req.Header.Get("Authorization")+req.Header.Get("X-Api-Key")+" "+string(body))
+		r.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"c1","object":"chat.completion","created":1,"model":"summaries-1",`+
+			`"choices":[{"index":0,"message":{"role":"assistant","content":"a summary"},"finish_reason":"stop"}],`+
+			`"usage":{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12}}`)
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+// seen is how many requests arrived, and how many carried key.
+func (r *recorder) seen(key string) (all, withKey int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range r.requests {
+		if strings.Contains(s, key) {
+			withKey++
+		}
+	}
+	return len(r.requests), withKey
+}
+
+func randomKey() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return "sk-blackbox-" + hex.EncodeToString(b)
+}
+
+// summarizerKeyNeedsSecretGet: a person who may not read a Secret never gets its apiKey sent
+// to an endpoint of theirs, by creating a Conversation or by moving another's summarizer.
+func summarizerKeyNeedsSecretGet(ctx context.Context, t *testing.T, e *env) {
+	ns := e.namespace(ctx, t, "summaries")
+	key := randomKey()
+	e.create(ctx, t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "llm-key"}, StringData: map[string]string{"apiKey": key}})
+	e.bindRole(ctx, t, ns, "ClusterRole", editorRole, rbacv1.Subject{Kind: rbacv1.UserKind, Name: "eve"})
+	eve := e.user("eve")
+	legit, stolen := newRecorder(t), newRecorder(t)
+
+	refused(t, "an editor's summarizer with a Secret they may not read",
+		eve.Create(ctx, withSummarizer(historyOnly(ns, "eve-summarized"), stolen.URL, "llm-key")))
+
+	// The owner's conversation compacts through the legitimate endpoint: the recorder sees the
+	// key, so it would see it at the other endpoint too.
+	owned := withSummarizer(historyOnly(ns, "summarized"), legit.URL, "llm-key")
+	e.conversation(ctx, t, owned)
+	agent := e.agentToken(ctx, t, ns)
+	compactOnce := func(what string) {
+		t.Helper()
+		if res, body, err := e.do(ctx, http.MethodPost, convPath(ns, owned.Name)+"/messages", agent,
+			appendBody(fmt.Sprintf("m%d", time.Now().UnixNano()), 12, strings.Repeat("words ", 50))); err != nil || res.StatusCode >= 300 {
+			t.Fatalf("%s: append: %v %v %s", what, err, res, body)
+		}
+		time.Sleep(1100 * time.Millisecond) // a request in a new second is a new request
+		if res, body, err := e.do(ctx, http.MethodPost, convPath(ns, owned.Name)+"/compact", agent, nil); err != nil || res.StatusCode != http.StatusAccepted {
+			t.Fatalf("%s: compact: %v %v %s", what, err, res, body)
+		}
+	}
+	compactOnce("the owner's compaction")
+	e.eventually(ctx, t, "the legitimate summarizer receives the key", func() error {
+		if _, n := legit.seen(key); n == 0 {
+			return fmt.Errorf("no request with the key yet")
+		}
+		return nil
+	})
+
+	if err := eve.Get(ctx, client.ObjectKeyFromObject(owned), owned); err != nil {
+		t.Fatal(err)
+	}
+	moved := owned.DeepCopy()
+	moved.Spec.Context.Summarizer.Endpoint = stolen.URL
+	refused(t, "an editor moving another's summarizer to their endpoint", eve.Update(ctx, moved))
+	renamed := owned.DeepCopy()
+	renamed.Spec.Context.Summarizer.Endpoint = strings.Replace(stolen.URL, "127.0.0.1", "localhost", 1)
+	refused(t, "an editor moving another's summarizer (another spelling)", eve.Update(ctx, renamed))
+	// The editor may still change what needs no Secret.
+	ttl := owned.DeepCopy()
+	ttl.Spec.Lifetime.TTL = &metav1.Duration{Duration: 48 * time.Hour}
+	if err := eve.Update(ctx, ttl); err != nil {
+		t.Errorf("an editor changing the TTL: %v, want admitted", err)
+	}
+
+	compactOnce("a compaction after the attempts")
+	time.Sleep(3 * time.Second)
+	if all, n := stolen.seen(key); all > 0 {
+		t.Errorf("the editor's endpoint received %d requests, %d with the key", all, n)
+	}
+}
+
+// forkNeedsHistoryGet: an author whose rights cover their own conversations only cannot copy
+// another's history by a fork, nor open it by pinning its session id.
+func forkNeedsHistoryGet(ctx context.Context, t *testing.T, e *env) {
+	ns := e.namespace(ctx, t, "forks")
+	const secretText = "the victim's secret words"
+	victim := historyOnly(ns, "victim")
+	e.conversation(ctx, t, victim)
+	agent := e.agentToken(ctx, t, ns)
+	if res, body, err := e.do(ctx, http.MethodPost, convPath(ns, "victim")+"/messages", agent, appendBody("v", 3, secretText)); err != nil || res.StatusCode >= 300 {
+		t.Fatalf("append to the victim: %v %v %s", err, res, body)
+	}
+	ckpt := &parleyv1alpha1.Checkpoint{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "victim-manual"},
+		Spec:       parleyv1alpha1.CheckpointSpec{ConversationRef: parleyv1alpha1.ConversationReference{Name: "victim"}, Reason: parleyv1alpha1.CheckpointManual},
+	}
+	e.create(ctx, t, ckpt)
+	e.eventually(ctx, t, "the victim's Checkpoint is Ready", func() error {
+		if err := e.admin.Get(ctx, client.ObjectKeyFromObject(ckpt), ckpt); err != nil {
+			return err
+		}
+		if ckpt.Status.Phase != parleyv1alpha1.CheckpointReady {
+			return fmt.Errorf("phase %q", ckpt.Status.Phase)
+		}
+		return nil
+	})
+	if err := e.admin.Get(ctx, client.ObjectKeyFromObject(victim), victim); err != nil {
+		t.Fatal(err)
+	}
+
+	// mallory: a ServiceAccount that may create Conversations and read the history of its own.
+	mine := []string{"mine", "fork-named-mine", "alias"}
+	e.create(ctx, t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mallory"}})
+	e.create(ctx, t, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mallory"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{"parley.dev"}, Resources: []string{"conversations"}, Verbs: []string{"create", "get", "list", "watch"}},
+		{APIGroups: []string{"parley.dev"}, Resources: []string{"conversations/history"}, Verbs: []string{"get", "create"}, ResourceNames: mine},
+		{APIGroups: []string{"parley.dev"}, Resources: []string{"checkpoints"}, Verbs: []string{"get", "list"}},
+	}})
+	e.bindRole(ctx, t, ns, "Role", "mallory", rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "mallory"})
+	mallory := e.bearer(t, e.token(ctx, t, ns, "mallory", time.Hour, "", nil))
+	malloryAPI := e.token(ctx, t, ns, "mallory", time.Hour, audience, nil)
+
+	fork := func(name, conv string) *parleyv1alpha1.Conversation {
+		f := historyOnly(ns, name)
+		f.Spec.ForkFrom = &parleyv1alpha1.ForkSource{Checkpoint: ckpt.Name, Conversation: conv}
+		return f
+	}
+	refused(t, "a fork naming the victim", mallory.Create(ctx, fork("fork-named-victim", "victim")))
+	refused(t, "a fork naming no conversation", mallory.Create(ctx, fork("fork-unnamed", "")))
+
+	// Naming a conversation of hers with the victim's Checkpoint: admitted, never copied.
+	lying := fork("fork-named-mine", "mine")
+	if err := mallory.Create(ctx, lying); err != nil {
+		t.Fatalf("a fork naming her own conversation: %v (the controller is what refuses it)", err)
+	}
+	// Pinning the victim's session id on the same ConfigMaps (named by prefix and session id).
+	alias := historyOnly(ns, "alias")
+	alias.Spec.SessionID = victim.Status.SessionID
+	alias.Spec.History.ConfigMap.Name = victim.Name
+	if err := mallory.Create(ctx, alias); err != nil {
+		t.Logf("a Conversation pinning the victim's session id: refused at admission: %v", err)
+		alias = nil
+	}
+	for _, c := range []*parleyv1alpha1.Conversation{lying, alias} {
+		if c == nil {
+			continue
+		}
+		if err := cluster.WaitFor(ctx, e.admin, c, func(cv *parleyv1alpha1.Conversation) bool {
+			return meta.FindStatusCondition(cv.Status.Conditions, parleyv1alpha1.ConditionHistoryAvailable) != nil
+		}); err != nil {
+			t.Fatalf("%s: no HistoryAvailable condition: %v", c.Name, err)
+		}
+		cond := meta.FindStatusCondition(c.Status.Conditions, parleyv1alpha1.ConditionHistoryAvailable)
+		t.Logf("%s: HistoryAvailable=%s %s", c.Name, cond.Status, cond.Reason)
+		for _, path := range []string{"/messages", "/resume", "/state", ""} {
+			res, body, err := e.do(ctx, http.MethodGet, convPath(ns, c.Name)+path, malloryAPI, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(body), secretText) {
+				t.Errorf("%s: GET %s (%d) gave her the victim's messages", c.Name, path, res.StatusCode)
+			}
+		}
+	}
+	// And directly: her token reaches only her own conversations.
+	if res, _, err := e.do(ctx, http.MethodGet, convPath(ns, "victim")+"/messages", malloryAPI, nil); err != nil || res.StatusCode != http.StatusForbidden {
+		t.Errorf("her token reading the victim: %v %v, want 403", err, res)
+	}
+}

@@ -1,0 +1,139 @@
+package blackbox_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// flood sends n requests from 8 clients at once and counts the answers by status; every 429
+// must say when to retry, as problem+json.
+func flood(t *testing.T, n int, send func(i int) (*http.Response, error)) map[int]int {
+	t.Helper()
+	var mu sync.Mutex
+	counts := map[int]int{}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for i := int(next.Add(1)); i <= n; i = int(next.Add(1)) {
+				res, err := send(i)
+				code := -1 // no answer
+				if err == nil {
+					code = res.StatusCode
+					if code == http.StatusTooManyRequests && (res.Header.Get("Retry-After") == "" || res.Header.Get("Content-Type") != "application/problem+json") {
+						t.Errorf("429 without Retry-After or problem+json: %v", res.Header)
+					}
+				}
+				mu.Lock()
+				counts[code]++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return counts
+}
+
+// appendsPastTheLimit: 2,000 back-to-back appends with one agent token to one conversation.
+func appendsPastTheLimit(ctx context.Context, t *testing.T, e *env) {
+	ns := e.namespace(ctx, t, "limits")
+	e.conversation(ctx, t, historyOnly(ns, "busy"))
+	agent := e.agentToken(ctx, t, ns)
+	began := time.Now()
+	counts := flood(t, 2000, func(i int) (*http.Response, error) {
+		res, _, err := e.do(ctx, http.MethodPost, convPath(ns, "busy")+"/messages", agent, appendBody(fmt.Sprintf("b%d", i), 1, "hello"))
+		return res, err
+	})
+	took := time.Since(began)
+	t.Logf("2,000 appends in %s (%.0f/s): %v", took.Round(time.Millisecond), 2000/took.Seconds(), counts)
+	if counts[http.StatusTooManyRequests] == 0 {
+		t.Errorf("2,000 back-to-back appends with one agent token: %v, want some 429", counts)
+	}
+	if counts[http.StatusOK]+counts[http.StatusCreated] == 0 {
+		t.Errorf("no append succeeded: %v", counts)
+	}
+	e.mustBeAlive(t)
+}
+
+// followsCapped: one identity cannot hold open follow streams without bound, on one
+// conversation or across several.
+func followsCapped(ctx context.Context, t *testing.T, e *env) {
+	ns := e.namespace(ctx, t, "follows")
+	for _, name := range []string{"tailed-a", "tailed-b", "tailed-c", "tailed-d"} {
+		e.conversation(ctx, t, historyOnly(ns, name))
+	}
+	agent := e.agentToken(ctx, t, ns)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	open := func(conv string) int {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.url+convPath(ns, conv)+"/messages?follow=true", nil)
+		req.Header.Set("Authorization", "Bearer "+agent)
+		res, err := e.http.Do(req)
+		if err != nil {
+			t.Fatalf("follow %s: %v", conv, err)
+		}
+		if res.StatusCode != http.StatusOK {
+			_ = res.Body.Close()
+		}
+		return res.StatusCode // an open stream stays open until ctx ends
+	}
+	one := map[int]int{}
+	for range 40 {
+		one[open("tailed-a")]++
+	}
+	t.Logf("40 follow streams of one conversation: %v", one)
+	if one[http.StatusTooManyRequests] == 0 {
+		t.Errorf("40 follow streams of one conversation by one identity: %v, want a cap (429)", one)
+	}
+	across := map[int]int{}
+	for _, conv := range []string{"tailed-b", "tailed-c", "tailed-d"} {
+		for range 20 {
+			across[open(conv)]++
+		}
+	}
+	t.Logf("60 more follow streams over three conversations: %v", across)
+	if across[http.StatusTooManyRequests] == 0 {
+		t.Errorf("100 follow streams by one identity: %v, want a cap per identity (429)", across)
+	}
+	cancel()
+	e.mustBeAlive(t)
+}
+
+// junkFloodReviews: 2,000 requests, each with a different junk token, cost the API server
+// fewer than 500 TokenReviews (counted by the API server), and a known caller is served during
+// the flood.
+func junkFloodReviews(ctx context.Context, t *testing.T, e *env) {
+	ns := e.namespace(ctx, t, "junk")
+	e.conversation(ctx, t, historyOnly(ns, "target"))
+	agent := e.agentToken(ctx, t, ns)
+	if res, _, err := e.do(ctx, http.MethodGet, convPath(ns, "target"), agent, nil); err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("the known caller before the flood: %v %v", err, res)
+	}
+	before := e.tokenReviews(ctx, t)
+	var knownFailed atomic.Int64
+	began := time.Now()
+	counts := flood(t, 2000, func(i int) (*http.Response, error) {
+		if i%100 == 0 {
+			if res, _, err := e.do(ctx, http.MethodGet, convPath(ns, "target"), agent, nil); err != nil || res.StatusCode != http.StatusOK {
+				knownFailed.Add(1)
+			}
+		}
+		res, _, err := e.do(ctx, http.MethodGet, convPath(ns, "target"), fmt.Sprintf("junk-%d-%d", i, time.Now().UnixNano()), nil)
+		return res, err
+	})
+	took := time.Since(began)
+	reviews := e.tokenReviews(ctx, t) - before
+	t.Logf("2,000 junk tokens in %s: %v; TokenReviews %.0f", took.Round(time.Millisecond), counts, reviews)
+	if reviews >= 500 {
+		t.Errorf("2,000 junk tokens cost %.0f TokenReviews, want fewer than 500", reviews)
+	}
+	if n := knownFailed.Load(); n > 0 {
+		t.Errorf("the known caller was refused %d of 20 times during the flood", n)
+	}
+	e.mustBeAlive(t)
+}
