@@ -129,6 +129,11 @@ test-hostile: envtest s3-server ## The manager binary on envtest and a real S3 s
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" PARLEY_VERSITYGW="$(VERSITYGW)" PARLEY_HOSTILE=1 \
 		$(GO) test ./test/hostile -count=1 -v -timeout 5m
 
+.PHONY: test-blackbox
+test-blackbox: envtest s3-server ## The install attacked as shipped: the manager binary as its ServiceAccount on envtest with dist/install.yaml (CRDs, RBAC, admission policy), through the Session API and the Kubernetes API (see docs/security.md).
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" PARLEY_VERSITYGW="$(VERSITYGW)" PARLEY_BLACKBOX=1 \
+		$(GO) test ./test/blackbox -count=1 -v -timeout 15m
+
 .PHONY: check-run-local
 check-run-local: ## Run make run-local from a cold cluster state and fail unless it works on the first try (stops the local cluster).
 	hack/check-run-local.sh
