@@ -138,18 +138,16 @@ func summarizerKeyNeedsSecretGet(ctx context.Context, t *testing.T, e *env) {
 	owned := withSummarizer(historyOnly(ns, "summarized"), legit.URL, "llm-key")
 	e.conversation(ctx, t, owned)
 	agent := e.agentToken(ctx, t, ns)
-	compactOnce := func(what string) {
+	// grow appends turns past the compaction threshold: the summarizer is called without a
+	// forced compaction (those are spaced minutes apart).
+	grow := func(what string) {
 		t.Helper()
 		if res, body, err := e.do(ctx, http.MethodPost, convPath(ns, owned.Name)+"/messages", agent,
-			appendBody(fmt.Sprintf("m%d", time.Now().UnixNano()), 12, strings.Repeat("words ", 50))); err != nil || res.StatusCode >= 300 {
+			appendBody(fmt.Sprintf("m%d", time.Now().UnixNano()), 30, strings.Repeat("words ", 50))); err != nil || res.StatusCode >= 300 {
 			t.Fatalf("%s: append: %v %v %s", what, err, res, body)
 		}
-		time.Sleep(1100 * time.Millisecond) // a request in a new second is a new request
-		if res, body, err := e.do(ctx, http.MethodPost, convPath(ns, owned.Name)+"/compact", agent, nil); err != nil || res.StatusCode != http.StatusAccepted {
-			t.Fatalf("%s: compact: %v %v %s", what, err, res, body)
-		}
 	}
-	compactOnce("the owner's compaction")
+	grow("the owner's compaction")
 	e.eventually(ctx, t, "the legitimate summarizer receives the key", func() error {
 		if _, n := legit.seen(key); n == 0 {
 			return fmt.Errorf("no request with the key yet")
@@ -173,8 +171,14 @@ func summarizerKeyNeedsSecretGet(ctx context.Context, t *testing.T, e *env) {
 		t.Errorf("an editor changing the TTL: %v, want admitted", err)
 	}
 
-	compactOnce("a compaction after the attempts")
-	time.Sleep(3 * time.Second)
+	calls, _ := legit.seen(key)
+	grow("a compaction after the attempts")
+	e.eventually(ctx, t, "the summarizer is called again after the attempts", func() error {
+		if n, _ := legit.seen(key); n == calls {
+			return fmt.Errorf("still %d calls", n)
+		}
+		return nil
+	})
 	if all, n := stolen.seen(key); all > 0 {
 		t.Errorf("the editor's endpoint received %d requests, %d with the key", all, n)
 	}
@@ -210,7 +214,7 @@ func forkNeedsHistoryGet(ctx context.Context, t *testing.T, e *env) {
 	}
 
 	// mallory: a ServiceAccount that may create Conversations and read the history of its own.
-	mine := []string{"mine", "fork-named-mine", "alias"}
+	mine := []string{"mine", "fork-named-mine", "alias", "a-0", "a-1", "a-2", "a-3", "a-4"}
 	e.create(ctx, t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mallory"}})
 	e.create(ctx, t, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mallory"}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{"parley.dev"}, Resources: []string{"conversations"}, Verbs: []string{"create", "get", "list", "watch"}},
@@ -263,8 +267,60 @@ func forkNeedsHistoryGet(ctx context.Context, t *testing.T, e *env) {
 			}
 		}
 	}
+	if err := e.admin.Get(ctx, client.ObjectKeyFromObject(victim), victim); err != nil {
+		t.Fatal(err)
+	}
+	if cond := meta.FindStatusCondition(victim.Status.Conditions, parleyv1alpha1.ConditionHistoryAvailable); cond != nil {
+		t.Logf("victim (created %s): HistoryAvailable=%s %s", victim.CreationTimestamp.UTC().Format(time.RFC3339), cond.Status, cond.Reason)
+	}
+	if alias != nil {
+		t.Logf("alias created %s", alias.CreationTimestamp.UTC().Format(time.RFC3339))
+	}
+	sameSecondPin(ctx, t, e, ns, mallory, malloryAPI)
 	// And directly: her token reaches only her own conversations.
 	if res, _, err := e.do(ctx, http.MethodGet, convPath(ns, "victim")+"/messages", malloryAPI, nil); err != nil || res.StatusCode != http.StatusForbidden {
 		t.Errorf("her token reading the victim: %v %v, want 403", err, res)
 	}
+}
+
+// sameSecondPin: whoever watches Conversations pins a new one's session id (read from its
+// status a moment after it is created) on a Conversation whose name sorts first, within the
+// same second: creation times have whole seconds, so the tie goes to the name.
+func sameSecondPin(ctx context.Context, t *testing.T, e *env, ns string, mallory client.Client, malloryAPI string) {
+	t.Helper()
+	for i := range 5 {
+		victim := historyOnly(ns, fmt.Sprintf("z-victim-%d", i))
+		e.create(ctx, t, victim)
+		for victim.Status.SessionID == "" {
+			time.Sleep(10 * time.Millisecond)
+			if err := e.admin.Get(ctx, client.ObjectKeyFromObject(victim), victim); err != nil {
+				t.Fatal(err)
+			}
+		}
+		alias := historyOnly(ns, fmt.Sprintf("a-%d", i))
+		alias.Spec.SessionID = victim.Status.SessionID
+		alias.Spec.History.ConfigMap.Name = victim.Name
+		if err := mallory.Create(ctx, alias); err != nil {
+			t.Fatalf("a Conversation pinning the victim's session id: %v", err)
+		}
+		if !alias.CreationTimestamp.Equal(&victim.CreationTimestamp) {
+			continue // not the same second: try again
+		}
+		if err := cluster.WaitFor(ctx, e.admin, alias, func(cv *parleyv1alpha1.Conversation) bool {
+			return meta.FindStatusCondition(cv.Status.Conditions, parleyv1alpha1.ConditionHistoryAvailable) != nil
+		}); err != nil {
+			t.Fatalf("%s: no HistoryAvailable condition: %v", alias.Name, err)
+		}
+		cond := meta.FindStatusCondition(alias.Status.Conditions, parleyv1alpha1.ConditionHistoryAvailable)
+		res, _, err := e.do(ctx, http.MethodGet, convPath(ns, alias.Name)+"/messages", malloryAPI, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cond.Status == metav1.ConditionTrue || res.StatusCode == http.StatusOK {
+			t.Errorf("%s pinned the session id of %s, created in the same second: HistoryAvailable=%s %s, GET /messages %d: "+
+				"it opens the history %s keeps", alias.Name, victim.Name, cond.Status, cond.Reason, res.StatusCode, victim.Name)
+		}
+		return
+	}
+	t.Log("no pin landed in the same second as its victim in 5 tries")
 }

@@ -17,13 +17,6 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
-// inFlight marks a case whose fix is not on main yet: the subtest runs the attack and, when the
-// attack still works, skips with what it saw instead of failing.
-func inFlight(t *testing.T, format string, args ...any) {
-	t.Helper()
-	t.Skipf("not fixed yet (documents current behaviour): "+format, args...)
-}
-
 func TestBlackBox(t *testing.T) {
 	if os.Getenv("PARLEY_BLACKBOX") != "1" {
 		t.Skip("runs only with PARLEY_BLACKBOX=1 (make test-blackbox): it builds the manager and runs it as its ServiceAccount")
@@ -52,8 +45,6 @@ func TestBlackBox(t *testing.T) {
 	// answers leave the manager's memory high for the rest of the run.
 	e.run(t, "a decompression bomb leaves the manager alive and others appending", func(t *testing.T) { bombLeavesOthersAppending(ctx, t, e) })
 	e.run(t, "several decompression bombs at once leave the manager alive", func(t *testing.T) { bombsAtOnce(ctx, t, e) })
-
-	// Cases whose fix is not on main yet: they document what main does (see inFlight).
 	e.run(t, "a squatted agent pod name gets no binding", func(t *testing.T) { squattedPodGetsNoBinding(ctx, t, e) })
 	e.run(t, "a reader that never reads does not delay appends", func(t *testing.T) { stalledReaderDelaysNothing(ctx, t, e) })
 	e.run(t, "forced compactions keep a minimum interval", func(t *testing.T) { forcedCompactionInterval(ctx, t, e) })
