@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -16,7 +17,7 @@ import (
 // A history is named by its session id (historystore.Key), and spec.sessionID may pin one. Two
 // live Conversations that pin the same id in the same store would share one history: an author
 // allowed to read only their own Conversation would read the other's, or expire and delete it.
-// So one of them keeps the history (the earliest created; the name breaks a tie) and every
+// So one of them keeps the history (see keepsHistoryBefore) and every
 // other gets HistoryAvailable=False with reason HistoryKeyTaken: the controller never opens,
 // expires or deletes the history for it, and the Session API, which serves only an available
 // history, never opens it either.
@@ -72,12 +73,33 @@ func historyKeyHolder(conv *parleyv1alpha1.Conversation, others []parleyv1alpha1
 	return holder
 }
 
-// keepsHistoryBefore orders the claims on one history: the earlier created, then the name.
+// keepsHistoryBefore orders the claims on one history. A session id the controller minted is
+// its Conversation's own (derived from its UID, known to nobody before it exists): whoever pins
+// it later claims another's history and never wins. Among pinned ids the earlier created wins;
+// creation times have whole seconds, so within one second the Conversation that already holds
+// the history keeps it (an author who copies a new id from status cannot take it over by
+// racing in the same second with a name that sorts first), and only then the name decides.
 func keepsHistoryBefore(a, b *parleyv1alpha1.Conversation) bool {
+	if am, bm := mintedOwnID(a), mintedOwnID(b); am != bm {
+		return am
+	}
 	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
 		return a.CreationTimestamp.Before(&b.CreationTimestamp)
 	}
+	if ah, bh := holdsHistory(a), holdsHistory(b); ah != bh {
+		return ah
+	}
 	return a.Name < b.Name
+}
+
+// mintedOwnID reports whether conv's session id was minted by the controller, not pinned.
+func mintedOwnID(conv *parleyv1alpha1.Conversation) bool {
+	return conv.Status.SessionID != "" && !strings.EqualFold(conv.Spec.SessionID, conv.Status.SessionID)
+}
+
+// holdsHistory reports whether conv has its history open (HistoryAvailable=True).
+func holdsHistory(conv *parleyv1alpha1.Conversation) bool {
+	return meta.IsStatusConditionTrue(conv.Status.Conditions, parleyv1alpha1.ConditionHistoryAvailable)
 }
 
 // historyKeyHolderOf finds the live Conversation of conv's namespace that keeps the history

@@ -22,6 +22,17 @@ func claimant(name string, offset time.Duration, opts ...func(*parleyv1alpha1.Co
 	return *c
 }
 
+// minted is a Conversation whose session id the controller minted (none pinned).
+func minted(c *parleyv1alpha1.Conversation) {
+	c.Spec.SessionID, c.Status.SessionID = "", pinnedID
+}
+
+// holding is a Conversation whose history is open.
+func holding(c *parleyv1alpha1.Conversation) {
+	c.Status.SessionID = c.Spec.SessionID
+	c.Status.Conditions = []metav1.Condition{{Type: parleyv1alpha1.ConditionHistoryAvailable, Status: metav1.ConditionTrue, Reason: parleyv1alpha1.ReasonHistoryReady}}
+}
+
 // inBucket keeps the history in the bucket "hist" under prefix.
 func inBucket(prefix string) func(*parleyv1alpha1.Conversation) {
 	return func(c *parleyv1alpha1.Conversation) {
@@ -54,6 +65,20 @@ func TestHistoryKeyHolder(t *testing.T) {
 			conv:       claimant("b", 0),
 			others:     []parleyv1alpha1.Conversation{claimant("a", 0)},
 			wantHolder: "a",
+		},
+		"a minted id is its own: pinning it in the same second with a name sorting first takes nothing": {
+			conv:       claimant("a", 0),
+			others:     []parleyv1alpha1.Conversation{claimant("b", 0, minted)},
+			wantHolder: "b",
+		},
+		"the Conversation that minted the id keeps it from one that pinned it": {
+			conv:   claimant("b", 0, minted),
+			others: []parleyv1alpha1.Conversation{claimant("a", 0)},
+		},
+		"in the same second, the one that already holds the history keeps it": {
+			conv:       claimant("a", 0),
+			others:     []parleyv1alpha1.Conversation{claimant("b", 0, holding)},
+			wantHolder: "b",
 		},
 		"the earliest of several keeps it": {
 			conv:       claimant("c", 2*time.Second),
