@@ -254,18 +254,19 @@ func setupManager(ctx context.Context, restCfg *rest.Config, mgr ctrl.Manager, o
 		return err
 	}
 	conversations := &controller.ConversationReconciler{
-		Client:                  mgr.GetClient(),
-		APIReader:               mgr.GetAPIReader(),
-		Scheme:                  mgr.GetScheme(),
-		Recorder:                eventBroadcaster.NewRecorder(mgr.GetScheme(), "parley-conversation"),
-		Sessions:                sessions,
-		Compactor:               compactor,
-		Clock:                   clock.RealClock{},
-		MaxConcurrentReconciles: o.concurrency,
-		AgentAPIURL:             agentAPIURL(o.agentAPIURL, os.Getenv("POD_NAMESPACE"), o.sessionAPIInsecure),
-		AgentCAConfigMap:        o.agentCAConfigMap,
-		AgentCA:                 agentCA,
-		NodeLostGrace:           o.nodeLostGrace,
+		Client:                      mgr.GetClient(),
+		APIReader:                   mgr.GetAPIReader(),
+		Scheme:                      mgr.GetScheme(),
+		Recorder:                    eventBroadcaster.NewRecorder(mgr.GetScheme(), "parley-conversation"),
+		Sessions:                    sessions,
+		Compactor:                   compactor,
+		Clock:                       clock.RealClock{},
+		MaxConcurrentReconciles:     o.concurrency,
+		AgentAPIURL:                 agentAPIURL(o.agentAPIURL, os.Getenv("POD_NAMESPACE"), o.sessionAPIInsecure),
+		AgentCAConfigMap:            o.agentCAConfigMap,
+		AgentCA:                     agentCA,
+		NodeLostGrace:               o.nodeLostGrace,
+		MinForcedCompactionInterval: o.compactionInterval,
 	}
 	if activity != nil {
 		conversations.Activity = activity

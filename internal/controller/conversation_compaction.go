@@ -43,8 +43,11 @@ const (
 
 // decideCompaction is the due decision: the context reached compactAtPercent of maxTokens
 // (compact.Due over the tokens the history phase counted), or the annotation asks for a
-// compaction newer than status.lastCompaction. Never for strategy None or without maxTokens.
-func decideCompaction(s *conversationScope) compactionTrigger {
+// compaction newer than status.lastCompaction and at least minInterval after it (the same
+// bound the Session API puts on POST …/compact, for whoever sets the annotation directly: each
+// forced compaction costs a Checkpoint and, with Summarize, a paid model call). A request that
+// comes too soon waits for the interval. Never for strategy None or without maxTokens.
+func decideCompaction(s *conversationScope, minInterval time.Duration) compactionTrigger {
 	if s.summary == nil || s.expired || decideHistoryAction(s) != historyKeep {
 		return compactionIdle
 	}
@@ -57,7 +60,14 @@ func decideCompaction(s *conversationScope) compactionTrigger {
 		// status keeps whole seconds: a request within the second of the last compaction
 		// is that compaction's.
 		if last == nil || last.Time == nil || at.Truncate(time.Second).After(last.Time.Time) {
-			return compactionRequested
+			var next time.Time
+			if minInterval > 0 && last != nil && last.Time != nil {
+				next = last.Time.Add(minInterval)
+			}
+			if !s.now.Before(next) {
+				return compactionRequested
+			}
+			s.requeueAfter(next.Sub(s.now))
 		}
 	}
 	if compact.Due(s.summary.tokens, int(*spec.MaxTokens), int(spec.GetCompactAtPercent())) {
@@ -121,7 +131,7 @@ func (r *ConversationReconciler) reconcileCompaction(ctx context.Context, s *con
 
 	nn := types.NamespacedName{Namespace: conv.Namespace, Name: conv.Name}
 	outcome, hasOutcome := r.Compactor.Outcome(nn)
-	trigger := decideCompaction(s)
+	trigger := decideCompaction(s, r.MinForcedCompactionInterval)
 	switch trigger {
 	case compactionIdle:
 		return

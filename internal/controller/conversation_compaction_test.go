@@ -90,7 +90,7 @@ func TestDecideCompaction(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			if got := decideCompaction(tc.scope); got != tc.want {
+			if got := decideCompaction(tc.scope, 0); got != tc.want {
 				t.Errorf("decideCompaction = %d, want %d", got, tc.want)
 			}
 		})
@@ -130,5 +130,39 @@ func TestClearCompactionDegraded(t *testing.T) {
 		if kept := s.condition(parleyv1alpha1.ConditionDegraded) != nil; kept != wantKept {
 			t.Errorf("%s: Degraded kept = %v, want %v", reason, kept, wantKept)
 		}
+	}
+}
+
+// A forced compaction asked by the annotation waits minInterval after the last compaction, as
+// POST …/compact does: editors who set the annotation directly cannot force one per second.
+func TestDecideCompactionMinInterval(t *testing.T) {
+	const interval = 5 * time.Minute
+	tests := map[string]struct {
+		scope       *conversationScope
+		want        compactionTrigger
+		wantRequeue time.Duration
+	}{
+		"a request sooner than the interval waits for it": {
+			compactionScope(10, requestedAt(compactionNow), compactedAt(compactionNow.Add(-time.Minute))), compactionNotDue, 4 * time.Minute,
+		},
+		"a request past the interval is served": {
+			compactionScope(10, requestedAt(compactionNow), compactedAt(compactionNow.Add(-6*time.Minute))), compactionRequested, 0,
+		},
+		"a first request needs no interval": {
+			compactionScope(10, requestedAt(compactionNow)), compactionRequested, 0,
+		},
+		"a waiting request does not hold back the threshold": {
+			compactionScope(900, requestedAt(compactionNow), compactedAt(compactionNow.Add(-time.Minute))), compactionThreshold, 4 * time.Minute,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := decideCompaction(tc.scope, interval); got != tc.want {
+				t.Errorf("decideCompaction = %d, want %d", got, tc.want)
+			}
+			if tc.scope.requeue != tc.wantRequeue {
+				t.Errorf("requeue after %v, want %v", tc.scope.requeue, tc.wantRequeue)
+			}
+		})
 	}
 }

@@ -67,6 +67,9 @@ type ConversationReconciler struct {
 	// NameTakenRetry is how long the agent phase waits before trying again a pod or bundle
 	// name that an object it does not control holds (DefaultNameTakenRetry when zero).
 	NameTakenRetry time.Duration
+	// MinForcedCompactionInterval is the least time between a compaction and one forced by
+	// the parley.dev/compact-requested-at annotation (zero: none).
+	MinForcedCompactionInterval time.Duration
 	// Observe, when set, is told of every reconcile before it starts (tests count them to
 	// prove that an idle Conversation is not polled).
 	Observe func(ctrl.Request)
