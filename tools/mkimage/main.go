@@ -1,9 +1,16 @@
-// Command mkimage packs files (typically one static Go binary) into a single-layer image in the
+// Command mkimage packs files (typically one static Go binary) into an image in the
 // docker-save tarball format, which `ctr images import` accepts. It lets the local cluster run
 // images built on this machine without a registry or a Docker engine.
 //
 //	go run ./tools/mkimage -o out.tar -name localhost/parley-manager:dev \
 //	    -file bin/manager=/manager -entrypoint /manager -user 65532:65532
+//
+// A whole root file system (an agent image: node, its libraries, node_modules) comes as
+// prebuilt layer tarballs instead, each given with -layer and streamed from disk (they are
+// hundreds of megabytes); the -file layer, when there is one, goes on top of them:
+//
+//	go run ./tools/mkimage -o out.tar -name localhost/agent:dev -layer node.tar -layer app.tar \
+//	    -entrypoint /usr/bin/node -cmd /app/agent.mjs
 //
 // The output is deterministic for the same inputs (fixed timestamps, sorted entries), so
 // re-importing an unchanged image is a no-op for containerd.
@@ -21,6 +28,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
@@ -78,6 +86,8 @@ type manifestEntry struct {
 func main() {
 	var (
 		files      fileFlag
+		layers     listFlag
+		workdir    = flag.String("workdir", "", "working directory inside the image")
 		env        listFlag
 		cmd        listFlag
 		out        = flag.String("o", "", "output tarball (docker-save format)")
@@ -87,42 +97,84 @@ func main() {
 		arch       = flag.String("arch", runtime.GOARCH, "image architecture")
 	)
 	flag.Var(&files, "file", "SRC=DEST: copy host file SRC to DEST in the image (repeatable)")
+	flag.Var(&layers, "layer", "an uncompressed layer tarball, bottom first (repeatable; streamed from disk)")
 	flag.Var(&env, "env", "KEY=VALUE environment variable (repeatable)")
 	flag.Var(&cmd, "cmd", "default argument after the entrypoint (repeatable)")
 	flag.Parse()
-	if *out == "" || *name == "" || len(files) == 0 {
-		fmt.Fprintln(os.Stderr, "usage: mkimage -o OUT.tar -name REF -file SRC=DEST [-file …] [-entrypoint PATH] [-cmd ARG …] [-user UID] [-env K=V]")
+	if *out == "" || *name == "" || len(files)+len(layers) == 0 {
+		fmt.Fprintln(os.Stderr, "usage: mkimage -o OUT.tar -name REF {-file SRC=DEST | -layer TAR} … [-entrypoint PATH] [-cmd ARG …] [-user UID] [-env K=V] [-workdir DIR]")
 		os.Exit(2)
 	}
-	if err := run(*out, *name, *entrypoint, *user, *arch, files, env, cmd); err != nil {
+	spec := imageSpec{name: *name, entrypoint: *entrypoint, user: *user, arch: *arch, workdir: *workdir, env: env, cmd: cmd}
+	if err := run(*out, spec, layers, files); err != nil {
 		fmt.Fprintln(os.Stderr, "mkimage:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out, name, entrypoint, user, arch string, files, env, cmd []string) error {
-	layer, err := buildLayer(files)
+// imageSpec is the image's name and runtime configuration.
+type imageSpec struct {
+	name, entrypoint, user, arch, workdir string
+	env, cmd                              []string
+}
+
+// layerSource is one layer of the image: a tarball on disk, read twice (digest, then copy).
+type layerSource struct {
+	path   string
+	size   int64
+	digest string
+}
+
+func run(out string, spec imageSpec, layerFiles, files []string) error {
+	tmpDir, err := os.MkdirTemp(filepath.Dir(out), ".mkimage-*")
 	if err != nil {
 		return err
 	}
-	layerSum := sha256.Sum256(layer)
-	layerDigest := hex.EncodeToString(layerSum[:])
+	defer func() { _ = os.RemoveAll(tmpDir) }()
+	path := "PATH=/"
+	if len(layerFiles) > 0 {
+		// A root file system from layers has the usual folders of programs.
+		path = "PATH=/usr/local/bin:/usr/bin:/bin"
+	}
+	if len(files) > 0 {
+		layer, err := buildLayer(files)
+		if err != nil {
+			return err
+		}
+		top := filepath.Join(tmpDir, "files.tar")
+		if err := os.WriteFile(top, layer, 0o644); err != nil {
+			return err
+		}
+		layerFiles = append(layerFiles, top)
+	}
+	layers := make([]layerSource, 0, len(layerFiles))
+	for _, p := range layerFiles {
+		l, err := describeLayer(p)
+		if err != nil {
+			return err
+		}
+		layers = append(layers, l)
+	}
 
 	cfg := imageConfig{
-		Architecture: arch,
+		Architecture: spec.arch,
 		OS:           "linux",
 		Created:      epoch,
 		Config: containerConfig{
-			Env:    append([]string{"PATH=/"}, env...),
-			Cmd:    cmd,
-			User:   user,
-			Labels: map[string]string{"org.opencontainers.image.source": "https://github.com/parley-dev/parley"},
+			Env:        append([]string{path}, spec.env...),
+			Cmd:        spec.cmd,
+			User:       spec.user,
+			WorkingDir: spec.workdir,
+			Labels:     map[string]string{"org.opencontainers.image.source": "https://github.com/parley-dev/parley"},
 		},
-		RootFS:  rootFS{Type: "layers", DiffIDs: []string{"sha256:" + layerDigest}},
-		History: []history{{Created: epoch, CreatedBy: "tools/mkimage"}},
+		RootFS: rootFS{Type: "layers"},
 	}
-	if entrypoint != "" {
-		cfg.Config.Entrypoint = []string{entrypoint}
+	for _, l := range layers {
+		cfg.RootFS.DiffIDs = append(cfg.RootFS.DiffIDs, "sha256:"+l.digest)
+		cfg.History = append(cfg.History, history{Created: epoch, CreatedBy: "tools/mkimage"})
+	}
+	if spec.entrypoint != "" {
+		cfg.Config.Entrypoint = []string{spec.entrypoint}
 	}
 	cfgJSON, err := json.Marshal(cfg)
 	if err != nil {
@@ -130,39 +182,75 @@ func run(out, name, entrypoint, user, arch string, files, env, cmd []string) err
 	}
 	cfgSum := sha256.Sum256(cfgJSON)
 	cfgName := hex.EncodeToString(cfgSum[:]) + ".json"
-	layerName := layerDigest + "/layer.tar"
-
-	manifest, err := json.Marshal([]manifestEntry{{Config: cfgName, RepoTags: []string{name}, Layers: []string{layerName}}})
+	entry := manifestEntry{Config: cfgName, RepoTags: []string{spec.name}}
+	for _, l := range layers {
+		entry.Layers = append(entry.Layers, l.digest+"/layer.tar")
+	}
+	manifest, err := json.Marshal([]manifestEntry{entry})
 	if err != nil {
 		return err
 	}
 
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	entries := []struct {
-		name string
-		data []byte
-	}{
-		{cfgName, cfgJSON},
-		{layerName, layer},
-		{"manifest.json", manifest},
-	}
-	if err := writeDir(tw, layerDigest+"/"); err != nil {
+	tmp := out + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
 		return err
 	}
-	for _, e := range entries {
-		if err := writeFile(tw, e.name, e.data, 0o644); err != nil {
+	defer func() { _ = f.Close() }()
+	tw := tar.NewWriter(f)
+	if err := writeFile(tw, cfgName, cfgJSON, 0o644); err != nil {
+		return err
+	}
+	for _, l := range layers {
+		if err := writeLayer(tw, l); err != nil {
 			return err
 		}
+	}
+	if err := writeFile(tw, "manifest.json", manifest, 0o644); err != nil {
+		return err
 	}
 	if err := tw.Close(); err != nil {
 		return err
 	}
-	tmp := out + ".tmp"
-	if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
+	if err := f.Close(); err != nil {
 		return err
 	}
 	return os.Rename(tmp, out)
+}
+
+// describeLayer reads a layer tarball once for its size and digest.
+func describeLayer(p string) (layerSource, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return layerSource{}, err
+	}
+	defer func() { _ = f.Close() }()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return layerSource{}, err
+	}
+	return layerSource{path: p, size: n, digest: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+// writeLayer copies a layer tarball into the image as DIGEST/layer.tar.
+func writeLayer(tw *tar.Writer, l layerSource) error {
+	if err := writeDir(tw, l.digest+"/"); err != nil {
+		return err
+	}
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: l.digest + "/layer.tar", Mode: 0o644, Size: l.size, ModTime: epoch, Format: tar.FormatPAX}); err != nil {
+		return err
+	}
+	f, err := os.Open(l.path)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.Close() }()
+	n, err := io.Copy(tw, f)
+	if err == nil && n != l.size {
+		err = fmt.Errorf("%s changed while it was packed", l.path)
+	}
+	return err
 }
 
 // buildLayer returns an uncompressed layer tar holding the requested files and their parent
