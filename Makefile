@@ -204,6 +204,10 @@ run-local: ## Bring up a local cluster, install Parley, apply the samples and sh
 images: ## Build the manager and test-agent images as tarballs and import them into the local node.
 	hack/images.sh
 
+.PHONY: agent-images
+agent-images: ## Build the reference agents' images (examples/: node and each framework) and import them into the local node.
+	hack/agent-images.sh
+
 .PHONY: build-installer
 build-installer: manifests generate kustomize ## Render dist/install.yaml (CRDs, RBAC, manager, Services) for the manager image IMG.
 	hack/build-installer.sh $(KUSTOMIZE) $(IMG) dist/install.yaml

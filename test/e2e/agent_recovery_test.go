@@ -47,18 +47,8 @@ func agentRecoverySpecs(dynamicClient func() dynamic.Interface, manager func() *
 		_, err := convs(ns).Create(ctx, conv, metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
 	}
-	// waitCompleted waits for the agent to end with exit 0 after the given number of restarts.
 	waitCompleted := func(ctx context.Context, ns, name string, restarts int64, timeout time.Duration) *unstructured.Unstructured {
-		var got *unstructured.Unstructured
-		Eventually(func(g Gomega) {
-			u, err := convs(ns).Get(ctx, name, metav1.GetOptions{})
-			g.Expect(err).NotTo(HaveOccurred())
-			got = u
-			g.Expect(agentInt(u, "restarts")).To(Equal(restarts))
-			g.Expect(agentReason(u)).To(Equal("Completed"))
-		}).WithContext(ctx).WithTimeout(timeout).WithPolling(poll).Should(Succeed(),
-			func() string { return describeAgent(ctx, ns, name, got) })
-		return got
+		return waitAgentCompleted(ctx, convs(ns), ns, name, restarts, timeout)
 	}
 
 	It("restarts an agent that exits 1 mid-conversation in a new pod with PARLEY_RESUME=true and its bundle, and the agent continues the same sequence", Label("agent-pods"), func(ctx SpecContext) {
@@ -361,6 +351,21 @@ func agentRecoverySpecs(dynamicClient func() dynamic.Interface, manager func() *
 		Expect(unstructured.NestedMap(got.Object, "status", "agent", "lastFailure")).To(BeNil())
 		Expect(historyMessages(got)).To(Equal(int64(4)))
 	})
+}
+
+// waitAgentCompleted waits for a Conversation's agent to end with exit 0 after the given
+// number of restarts.
+func waitAgentCompleted(ctx context.Context, convs dynamic.ResourceInterface, ns, name string, restarts int64, timeout time.Duration) *unstructured.Unstructured {
+	var got *unstructured.Unstructured
+	Eventually(func(g Gomega) {
+		u, err := convs.Get(ctx, name, metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		got = u
+		g.Expect(agentInt(u, "restarts")).To(Equal(restarts))
+		g.Expect(agentReason(u)).To(Equal("Completed"))
+	}).WithContext(ctx).WithTimeout(timeout).WithPolling(poll).Should(Succeed(),
+		func() string { return describeAgent(ctx, ns, name, got) })
+	return got
 }
 
 // agentContainer is the test agent's container with the given arguments.

@@ -10,7 +10,7 @@
 // hundreds of megabytes); the -file layer, when there is one, goes on top of them:
 //
 //	go run ./tools/mkimage -o out.tar -name localhost/agent:dev -layer node.tar -layer app.tar \
-//	    -entrypoint /usr/bin/node -cmd /app/agent.mjs
+//	    -entrypoint /usr/bin/node -entrypoint /app/agent.mjs
 //
 // The output is deterministic for the same inputs (fixed timestamps, sorted entries), so
 // re-importing an unchanged image is a no-op for containerd.
@@ -92,11 +92,12 @@ func main() {
 		cmd        listFlag
 		out        = flag.String("o", "", "output tarball (docker-save format)")
 		name       = flag.String("name", "", "image reference, e.g. localhost/parley-manager:dev")
-		entrypoint = flag.String("entrypoint", "", "entrypoint path inside the image")
+		entrypoint listFlag
 		user       = flag.String("user", "", "user (uid[:gid]) the container runs as")
 		arch       = flag.String("arch", runtime.GOARCH, "image architecture")
 	)
 	flag.Var(&files, "file", "SRC=DEST: copy host file SRC to DEST in the image (repeatable)")
+	flag.Var(&entrypoint, "entrypoint", "entrypoint path inside the image, then its first arguments (repeatable)")
 	flag.Var(&layers, "layer", "an uncompressed layer tarball, bottom first (repeatable; streamed from disk)")
 	flag.Var(&env, "env", "KEY=VALUE environment variable (repeatable)")
 	flag.Var(&cmd, "cmd", "default argument after the entrypoint (repeatable)")
@@ -105,7 +106,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: mkimage -o OUT.tar -name REF {-file SRC=DEST | -layer TAR} … [-entrypoint PATH] [-cmd ARG …] [-user UID] [-env K=V] [-workdir DIR]")
 		os.Exit(2)
 	}
-	spec := imageSpec{name: *name, entrypoint: *entrypoint, user: *user, arch: *arch, workdir: *workdir, env: env, cmd: cmd}
+	spec := imageSpec{name: *name, entrypoint: entrypoint, user: *user, arch: *arch, workdir: *workdir, env: env, cmd: cmd}
 	if err := run(*out, spec, layers, files); err != nil {
 		fmt.Fprintln(os.Stderr, "mkimage:", err)
 		os.Exit(1)
@@ -114,8 +115,8 @@ func main() {
 
 // imageSpec is the image's name and runtime configuration.
 type imageSpec struct {
-	name, entrypoint, user, arch, workdir string
-	env, cmd                              []string
+	name, user, arch, workdir string
+	entrypoint, env, cmd      []string
 }
 
 // layerSource is one layer of the image: a tarball on disk, read twice (digest, then copy).
@@ -173,9 +174,7 @@ func run(out string, spec imageSpec, layerFiles, files []string) error {
 		cfg.RootFS.DiffIDs = append(cfg.RootFS.DiffIDs, "sha256:"+l.digest)
 		cfg.History = append(cfg.History, history{Created: epoch, CreatedBy: "tools/mkimage"})
 	}
-	if spec.entrypoint != "" {
-		cfg.Config.Entrypoint = []string{spec.entrypoint}
-	}
+	cfg.Config.Entrypoint = spec.entrypoint
 	cfgJSON, err := json.Marshal(cfg)
 	if err != nil {
 		return err

@@ -1,0 +1,222 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
+
+	"github.com/parley-dev/parley/test/stubmodel"
+)
+
+// realAgent is one reference agent of examples/: a real framework in its image, run from the
+// example's own manifest against the stub model.
+type realAgent struct {
+	// example is the folder under examples/ (and the image localhost/parley-example-<example>).
+	example string
+	// conversation is the name the example's manifest gives its Conversation.
+	conversation string
+	// modelURL is the environment variable that points the framework at its model API, and
+	// the path after the stub's address.
+	modelURL, modelPath string
+	// resumed is the conversation the first model request after the crash must carry.
+	resumed []stubmodel.Entry
+	// messages is how many messages the history holds when the agent is done.
+	messages int64
+}
+
+// The conversation every reference agent has, whatever its framework: three prompts (the
+// example's args), a tool call in the first turn, and the third turn held by the stub until
+// the test kills the agent's container, then answered to the new pod.
+var (
+	realAgentPrompts = []string{"What is the weather in Paris?", "And in Rome?", "Which of the two is warmer?"}
+	realAgentScript  = []stubmodel.Reply{
+		{ToolCalls: []stubmodel.ToolCall{{ID: "call_paris", Name: "get_weather", Input: json.RawMessage(`{"city":"Paris"}`)}}},
+		{Text: "Paris: 18°C and sunny."},
+		{Text: "Rome is warm as well."},
+		{Hold: true},
+		{Text: "They are the same."},
+	}
+	weatherResult = "18°C and sunny in Paris"
+)
+
+var realAgents = []realAgent{{
+	example:      "openai-agents",
+	conversation: "openai-agent",
+	modelURL:     "OPENAI_BASE_URL", modelPath: "/v1",
+	resumed: []stubmodel.Entry{
+		{Role: "user", Kind: stubmodel.KindText, Text: realAgentPrompts[0]},
+		{Role: "assistant", Kind: stubmodel.KindToolUse, Name: "get_weather", CallID: "call_paris"},
+		{Role: "tool", Kind: stubmodel.KindToolResult, CallID: "call_paris", Text: weatherResult},
+		{Role: "assistant", Kind: stubmodel.KindText, Text: "Paris: 18°C and sunny."},
+		{Role: "user", Kind: stubmodel.KindText, Text: realAgentPrompts[1]},
+		{Role: "assistant", Kind: stubmodel.KindText, Text: "Rome is warm as well."},
+		{Role: "user", Kind: stubmodel.KindText, Text: realAgentPrompts[2]},
+	},
+	// u1, the call, its result, a1, u2, a2, u3, a3: one item per message.
+	messages: 8,
+}}
+
+// realAgentSpecs run each reference agent on the real node: it converses, its container is
+// SIGKILLed in the middle of its third turn, the controller starts a new pod, and the agent
+// resumes with its framework's own mechanism. They run in the manager's Ordered container and
+// carry the label real-agents: go test -tags e2e ./test/e2e/ -ginkgo.label-filter=real-agents.
+func realAgentSpecs(dynamicClient func() dynamic.Interface) {
+	for _, agent := range realAgents {
+		It("resumes the "+agent.example+" example after its container is SIGKILLed mid-turn, and its first model request carries every earlier message once, in order", Label("real-agents"), func(ctx SpecContext) {
+			runRealAgent(ctx, dynamicClient(), agent)
+		})
+	}
+}
+
+func runRealAgent(ctx context.Context, dyn dynamic.Interface, agent realAgent) {
+	By("building and importing the example's image (hack/agent-images.sh " + agent.example + ")")
+	images := exec.CommandContext(ctx, filepath.Join(repoRoot, "hack", "agent-images.sh"), agent.example)
+	images.Dir, images.Stdout, images.Stderr = repoRoot, GinkgoWriter, GinkgoWriter
+	Expect(images.Run()).To(Succeed())
+
+	ns := newNamespace(ctx)
+	grantAgentRole(ctx, ns)
+	stub := startStubModel(realAgentScript)
+
+	By("applying the example's manifest, its model pointed at the stub and its pod run as the namespace's default ServiceAccount")
+	conv := exampleConversation(agent.example)
+	Expect(conv.GetName()).To(Equal(agent.conversation))
+	setContainerEnv(conv, agent.modelURL, "http://"+stub.addr+agent.modelPath)
+	unstructured.RemoveNestedField(conv.Object, "spec", "agent", "template", "spec", "serviceAccountName")
+	convs := dyn.Resource(conversations).Namespace(ns)
+	_, err := convs.Create(ctx, conv, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+
+	By("waiting for the third turn's model request, which the stub holds")
+	held := 0
+	Eventually(func(g Gomega) {
+		for _, r := range stub.Requests() {
+			if r.Held {
+				held = r.Seq
+			}
+		}
+		g.Expect(held).NotTo(BeZero(), "requests so far: %d", len(stub.Requests()))
+	}).WithContext(ctx).WithTimeout(podTimeout).WithPolling(poll).Should(Succeed(),
+		func() string { return describeRealAgent(ctx, ns, agent.conversation, nil) })
+
+	first := agent.conversation + "-agent-1"
+	By("SIGKILLing the agent's container " + first + " in the middle of the turn")
+	killedAt := time.Now()
+	killContainer(ctx, ns, first)
+
+	got := waitAgentCompleted(ctx, convs, ns, agent.conversation, 1, podTimeout)
+	GinkgoWriter.Print(describeRealAgent(ctx, ns, agent.conversation, nil))
+	failure, _, _ := unstructured.NestedMap(got.Object, "status", "agent", "lastFailure")
+	Expect(failure).To(HaveKeyWithValue("exitCode", int64(137)))
+	Expect(failure).To(HaveKeyWithValue("podName", first))
+
+	By("a Crash Checkpoint was taken and is Ready")
+	ckpt, err := dyn.Resource(checkpoints).Namespace(ns).Get(ctx, agent.conversation+"-crash-1", metav1.GetOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(ckpt.Object).To(HaveKeyWithValue("spec", HaveKeyWithValue("reason", "Crash")))
+	Expect(ckpt.Object).To(HaveKeyWithValue("status", HaveKeyWithValue("phase", "Ready")))
+
+	By("the first model request after the crash carries every earlier message once, in order")
+	requests := stub.Requests()
+	Expect(len(requests)).To(BeNumerically(">", held), "no model request after the crash")
+	resumed := requests[held] // Seq counts from 1: this is the request after the held one.
+	Expect(resumed.Time).To(BeTemporally(">", killedAt))
+	Expect(resumed.Conversation).To(Equal(agent.resumed), "request body: %s", resumed.Body)
+	GinkgoWriter.Printf("%s: crash to first model request of the resumed agent: %v\n", agent.example, resumed.Time.Sub(killedAt))
+
+	By("the history holds each message once")
+	Expect(historyMessages(got)).To(Equal(agent.messages))
+}
+
+// stubModel is the stub model served on the pod network's bridge, where agent pods reach it.
+type stubModel struct {
+	*stubmodel.Server
+	addr string
+}
+
+func startStubModel(script []stubmodel.Reply) *stubModel {
+	s, err := stubmodel.New(script, time.Now)
+	Expect(err).NotTo(HaveOccurred())
+	l, err := net.Listen("tcp", bridgeAddress+":0")
+	Expect(err).NotTo(HaveOccurred())
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+			GinkgoWriter.Printf("stub model: %v\n", err)
+		}
+	}()
+	DeferCleanup(func() {
+		s.Close()
+		_ = srv.Close()
+	})
+	return &stubModel{Server: s, addr: l.Addr().String()}
+}
+
+// exampleConversation reads examples/<example>/conversation.yaml.
+func exampleConversation(example string) *unstructured.Unstructured {
+	b, err := os.ReadFile(filepath.Join(repoRoot, "examples", example, "conversation.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	u := &unstructured.Unstructured{}
+	Expect(yaml.Unmarshal(b, &u.Object)).To(Succeed())
+	return u
+}
+
+// setContainerEnv sets an environment variable the manifest's agent container already has.
+func setContainerEnv(conv *unstructured.Unstructured, name, value string) {
+	containers, _, _ := unstructured.NestedSlice(conv.Object, "spec", "agent", "template", "spec", "containers")
+	Expect(containers).NotTo(BeEmpty())
+	c := containers[0].(map[string]any)
+	env, _ := c["env"].([]any)
+	found := false
+	for _, e := range env {
+		if m := e.(map[string]any); m["name"] == name {
+			m["value"], found = value, true
+		}
+	}
+	Expect(found).To(BeTrue(), "the manifest's container has no %s", name)
+	Expect(unstructured.SetNestedSlice(conv.Object, containers, "spec", "agent", "template", "spec", "containers")).To(Succeed())
+}
+
+// killContainer sends SIGKILL to a pod's running container through the node's containerd, as
+// the kernel's OOM killer or a node problem would end it: no signal handler runs.
+func killContainer(ctx context.Context, ns, pod string) {
+	p, err := clientset.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(p.Status.ContainerStatuses).To(HaveLen(1))
+	id, ok := strings.CutPrefix(p.Status.ContainerStatuses[0].ContainerID, "containerd://")
+	Expect(ok).To(BeTrue(), "container id %q", p.Status.ContainerStatuses[0].ContainerID)
+	_, err = localCluster(ctx, "ctr", "tasks", "kill", "--signal", "SIGKILL", id)
+	Expect(err).NotTo(HaveOccurred())
+}
+
+// describeRealAgent is describeAgent with the log of each of the agent's pods.
+func describeRealAgent(ctx context.Context, ns, conv string, u *unstructured.Unstructured) string {
+	s := describeAgent(ctx, ns, conv, u)
+	pods, err := clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "parley.dev/conversation=" + conv})
+	if err != nil {
+		return s
+	}
+	for _, p := range pods.Items {
+		b, err := clientset.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+		s += fmt.Sprintf("\nlog of %s (%v):\n%s", p.Name, err, b)
+	}
+	return s
+}
