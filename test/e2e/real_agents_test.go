@@ -57,20 +57,30 @@ var (
 	weatherResult = "18°C and sunny in Paris"
 )
 
+// openAIResumed is the conversation through an OpenAI API (Responses or Chat Completions).
+var openAIResumed = []stubmodel.Entry{
+	{Role: "user", Kind: stubmodel.KindText, Text: realAgentPrompts[0]},
+	{Role: "assistant", Kind: stubmodel.KindToolUse, Name: "get_weather", CallID: "call_paris"},
+	{Role: "tool", Kind: stubmodel.KindToolResult, CallID: "call_paris", Text: weatherResult},
+	{Role: "assistant", Kind: stubmodel.KindText, Text: "Paris: 18°C and sunny."},
+	{Role: "user", Kind: stubmodel.KindText, Text: realAgentPrompts[1]},
+	{Role: "assistant", Kind: stubmodel.KindText, Text: "Rome is warm as well."},
+	{Role: "user", Kind: stubmodel.KindText, Text: realAgentPrompts[2]},
+}
+
 var realAgents = []realAgent{{
 	example:      "openai-agents",
 	conversation: "openai-agent",
 	modelURL:     "OPENAI_BASE_URL", modelPath: "/v1",
-	resumed: []stubmodel.Entry{
-		{Role: "user", Kind: stubmodel.KindText, Text: realAgentPrompts[0]},
-		{Role: "assistant", Kind: stubmodel.KindToolUse, Name: "get_weather", CallID: "call_paris"},
-		{Role: "tool", Kind: stubmodel.KindToolResult, CallID: "call_paris", Text: weatherResult},
-		{Role: "assistant", Kind: stubmodel.KindText, Text: "Paris: 18°C and sunny."},
-		{Role: "user", Kind: stubmodel.KindText, Text: realAgentPrompts[1]},
-		{Role: "assistant", Kind: stubmodel.KindText, Text: "Rome is warm as well."},
-		{Role: "user", Kind: stubmodel.KindText, Text: realAgentPrompts[2]},
-	},
+	resumed: openAIResumed,
 	// u1, the call, its result, a1, u2, a2, u3, a3: one item per message.
+	messages: 8,
+}, {
+	example:      "langgraph",
+	conversation: "langgraph-agent",
+	modelURL:     "OPENAI_BASE_URL", modelPath: "/v1",
+	resumed: openAIResumed,
+	// The graph's messages: u1, the AI message with the call, the tool message, a1, u2, a2, u3, a3.
 	messages: 8,
 }}
 
