@@ -144,7 +144,7 @@ app_layer() {
       mkdir -p "$tmp/app/node_modules/$name"
       cp -a "$dep/package.json" "$dep/dist" "$tmp/app/node_modules/$name/"
     done
-    find "$dir" -maxdepth 1 -type f \( -name '*.mjs' -o -name package.json \) -exec cp {} "$tmp/app/" \;
+    find "$dir" -maxdepth 1 -type f \( -name '*.mjs' -o -name '*.txt' -o -name package.json \) -exec cp {} "$tmp/app/" \;
     pack "$tmp" "$layer"
     rm -rf "$tmp"
   fi

@@ -33,6 +33,8 @@ type realAgent struct {
 	example string
 	// conversation is the name the example's manifest gives its Conversation.
 	conversation string
+	// script is what the stub model answers (realAgentScript, or a variant for the framework's tools).
+	script []stubmodel.Reply
 	// modelURL is the environment variable that points the framework at its model API, and
 	// the path after the stub's address.
 	modelURL, modelPath string
@@ -71,6 +73,7 @@ var openAIResumed = []stubmodel.Entry{
 var realAgents = []realAgent{{
 	example:      "openai-agents",
 	conversation: "openai-agent",
+	script:       realAgentScript,
 	modelURL:     "OPENAI_BASE_URL", modelPath: "/v1",
 	resumed: openAIResumed,
 	// u1, the call, its result, a1, u2, a2, u3, a3: one item per message.
@@ -78,11 +81,52 @@ var realAgents = []realAgent{{
 }, {
 	example:      "langgraph",
 	conversation: "langgraph-agent",
+	script:       realAgentScript,
 	modelURL:     "OPENAI_BASE_URL", modelPath: "/v1",
 	resumed: openAIResumed,
 	// The graph's messages: u1, the AI message with the call, the tool message, a1, u2, a2, u3, a3.
 	messages: 8,
+}, {
+	example:      "claude-agent-sdk",
+	conversation: "claude-sdk-agent",
+	script:       claudeScript,
+	modelURL:     "ANTHROPIC_BASE_URL",
+	resumed:      claudeResumed,
+	messages:     8,
 }}
+
+// Claude's agents call their own Read tool on the weather.txt their image holds.
+var (
+	claudeScript = append([]stubmodel.Reply{
+		{ToolCalls: []stubmodel.ToolCall{{ID: "toolu_paris", Name: "Read", Input: json.RawMessage(`{"file_path":"/app/weather.txt"}`)}}},
+	}, realAgentScript[1:]...)
+	claudeResumed = []stubmodel.Entry{
+		{Role: "user", Kind: stubmodel.KindText, Text: realAgentPrompts[0]},
+		{Role: "assistant", Kind: stubmodel.KindToolUse, Name: "Read", CallID: "toolu_paris"},
+		{Role: "user", Kind: stubmodel.KindToolResult, CallID: "toolu_paris", Text: weatherResult},
+		{Role: "assistant", Kind: stubmodel.KindText, Text: "Paris: 18°C and sunny."},
+		{Role: "user", Kind: stubmodel.KindText, Text: realAgentPrompts[1]},
+		{Role: "assistant", Kind: stubmodel.KindText, Text: "Rome is warm as well."},
+		{Role: "user", Kind: stubmodel.KindText, Text: realAgentPrompts[2]},
+	}
+)
+
+// comparable is a request's conversation as the specs compare it: without the context Claude
+// Code adds to user messages (<system-reminder> blocks), and a tool result that holds the
+// weather as that result alone (Claude's Read numbers the file's lines).
+func comparable(conv []stubmodel.Entry) []stubmodel.Entry {
+	out := make([]stubmodel.Entry, 0, len(conv))
+	for _, e := range conv {
+		if strings.HasPrefix(e.Text, "<system-reminder>") {
+			continue
+		}
+		if e.Kind == stubmodel.KindToolResult && strings.Contains(e.Text, weatherResult) {
+			e.Text = weatherResult
+		}
+		out = append(out, e)
+	}
+	return out
+}
 
 // realAgentSpecs run each reference agent on the real node: it converses, its container is
 // SIGKILLed in the middle of its third turn, the controller starts a new pod, and the agent
@@ -104,7 +148,7 @@ func runRealAgent(ctx context.Context, dyn dynamic.Interface, agent realAgent) {
 
 	ns := newNamespace(ctx)
 	grantAgentRole(ctx, ns)
-	stub := startStubModel(realAgentScript)
+	stub := startStubModel(agent.script)
 
 	By("applying the example's manifest, its model pointed at the stub and its pod run as the namespace's default ServiceAccount")
 	conv := exampleConversation(agent.example)
@@ -149,7 +193,7 @@ func runRealAgent(ctx context.Context, dyn dynamic.Interface, agent realAgent) {
 	Expect(len(requests)).To(BeNumerically(">", held), "no model request after the crash")
 	resumed := requests[held] // Seq counts from 1: this is the request after the held one.
 	Expect(resumed.Time).To(BeTemporally(">", killedAt))
-	Expect(resumed.Conversation).To(Equal(agent.resumed), "request body: %s", resumed.Body)
+	Expect(comparable(resumed.Conversation)).To(Equal(agent.resumed), "request body: %s", resumed.Body)
 	GinkgoWriter.Printf("%s: crash to first model request of the resumed agent: %v\n", agent.example, resumed.Time.Sub(killedAt))
 
 	By("the history holds each message once")
