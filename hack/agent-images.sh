@@ -108,12 +108,13 @@ npm_modules() {
   dir=$store/npm-$(printf '%s' "$want" | sha256sum | cut -c1-12)
   if [ ! -f "$dir/.packages" ]; then
     command -v npm >/dev/null || die "npm is not installed"
-    log "npm install $want (once)"
+    log "npm install ${want:-(nothing)} (once)"
     tmp=$(mktemp -d "$store/.npm.XXXXXX")
     # --ignore-scripts: no downloaded script runs.
     # shellcheck disable=SC2086
-    npm install --prefix "$tmp" --no-audit --no-fund --ignore-scripts --loglevel=error $want >"$tmp/npm.log" 2>&1 ||
+    [ -z "$want" ] || npm install --prefix "$tmp" --no-audit --no-fund --ignore-scripts --loglevel=error $want >"$tmp/npm.log" 2>&1 ||
       die "npm install $want failed: $(tail -n 3 "$tmp/npm.log")"
+    mkdir -p "$tmp/node_modules"
     # The Agent SDK's platform package is the Claude Code binary, which the image has once,
     # from its own layer.
     rm -rf "$tmp"/node_modules/@anthropic-ai/claude-agent-sdk-*

@@ -147,5 +147,5 @@ var _ = Describe("the Parley manager on the local cluster", Ordered, func() {
 	})
 
 	agentRecoverySpecs(func() dynamic.Interface { return dyn }, func() *managerProcess { return manager })
-	realAgentSpecs(func() dynamic.Interface { return dyn })
+	realAgentSpecs(func() dynamic.Interface { return dyn }, func() *managerProcess { return manager })
 })

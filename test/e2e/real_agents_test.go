@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -17,6 +18,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -40,8 +42,6 @@ type realAgent struct {
 	modelURL, modelPath string
 	// resumed is the conversation the first model request after the crash must carry.
 	resumed []stubmodel.Entry
-	// messages is how many messages the history holds when the agent is done.
-	messages int64
 }
 
 // The conversation every reference agent has, whatever its framework: three prompts (the
@@ -57,6 +57,10 @@ var (
 		{Text: "They are the same."},
 	}
 	weatherResult = "18°C and sunny in Paris"
+	// historyRoles are the Conversation's messages at the end, whatever the framework: u1, the
+	// tool call, its result, a1, u2, a2, u3 (once, though the crash made the agent ask it
+	// again), a3.
+	historyRoles = []string{"user", "assistant", "tool", "assistant", "user", "assistant", "user", "assistant"}
 )
 
 // openAIResumed is the conversation through an OpenAI API (Responses or Chat Completions).
@@ -76,23 +80,24 @@ var realAgents = []realAgent{{
 	script:       realAgentScript,
 	modelURL:     "OPENAI_BASE_URL", modelPath: "/v1",
 	resumed: openAIResumed,
-	// u1, the call, its result, a1, u2, a2, u3, a3: one item per message.
-	messages: 8,
 }, {
 	example:      "langgraph",
 	conversation: "langgraph-agent",
 	script:       realAgentScript,
 	modelURL:     "OPENAI_BASE_URL", modelPath: "/v1",
 	resumed: openAIResumed,
-	// The graph's messages: u1, the AI message with the call, the tool message, a1, u2, a2, u3, a3.
-	messages: 8,
 }, {
 	example:      "claude-agent-sdk",
 	conversation: "claude-sdk-agent",
 	script:       claudeScript,
 	modelURL:     "ANTHROPIC_BASE_URL",
 	resumed:      claudeResumed,
-	messages:     8,
+}, {
+	example:      "claude-code",
+	conversation: "claude-code-agent",
+	script:       claudeScript,
+	modelURL:     "ANTHROPIC_BASE_URL",
+	resumed:      claudeResumed,
 }}
 
 // Claude's agents call their own Read tool on the weather.txt their image holds.
@@ -132,8 +137,9 @@ func comparable(conv []stubmodel.Entry) []stubmodel.Entry {
 // SIGKILLed in the middle of its third turn, the controller starts a new pod, and the agent
 // resumes with its framework's own mechanism. They run in the manager's Ordered container and
 // carry the label real-agents: go test -tags e2e ./test/e2e/ -ginkgo.label-filter=real-agents.
-func realAgentSpecs(dynamicClient func() dynamic.Interface) {
+func realAgentSpecs(dynamicClient func() dynamic.Interface, manager func() *managerProcess) {
 	for _, agent := range realAgents {
+		apiAddr = func() string { return manager().apiAddr }
 		It("resumes the "+agent.example+" example after its container is SIGKILLed mid-turn, and its first model request carries every earlier message once, in order", Label("real-agents"), func(ctx SpecContext) {
 			runRealAgent(ctx, dynamicClient(), agent)
 		})
@@ -197,7 +203,46 @@ func runRealAgent(ctx context.Context, dyn dynamic.Interface, agent realAgent) {
 	GinkgoWriter.Printf("%s: crash to first model request of the resumed agent: %v\n", agent.example, resumed.Time.Sub(killedAt))
 
 	By("the history holds each message once")
-	Expect(historyMessages(got)).To(Equal(agent.messages))
+	var page struct {
+		Messages []struct {
+			ID   string `json:"id"`
+			Role string `json:"role"`
+		} `json:"messages"`
+	}
+	Expect(json.Unmarshal(sessionAPIGet(ctx, apiAddr(), ns, agent.conversation, "/messages"), &page)).To(Succeed())
+	ids := map[string]int{}
+	for _, m := range page.Messages {
+		ids[m.ID]++
+	}
+	roles := make([]string, len(page.Messages))
+	for i, m := range page.Messages {
+		roles[i] = m.Role
+	}
+	Expect(roles).To(Equal(historyRoles), "GET …/messages: %+v", page.Messages)
+	Expect(ids).To(HaveLen(len(page.Messages)), "a message id appears twice: %v", ids)
+	Expect(historyMessages(got)).To(Equal(int64(len(historyRoles))))
+}
+
+// apiAddr is the Session API's address (the suite's manager process).
+var apiAddr func() string
+
+// sessionAPIGet reads a Conversation's path of the Session API with a token of the namespace's
+// default ServiceAccount (which holds the agent role).
+func sessionAPIGet(ctx context.Context, addr, ns, conv, path string) []byte {
+	tok, err := clientset.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "default", &authv1.TokenRequest{
+		Spec: authv1.TokenRequestSpec{Audiences: []string{"parley"}},
+	}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/v1/namespaces/"+ns+"/conversations/"+conv+path, nil)
+	Expect(err).NotTo(HaveOccurred())
+	req.Header.Set("Authorization", "Bearer "+tok.Status.Token)
+	resp, err := http.DefaultClient.Do(req)
+	Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(resp.StatusCode).To(Equal(http.StatusOK), "GET %s: %s", path, b)
+	return b
 }
 
 // stubModel is the stub model served on the pod network's bridge, where agent pods reach it.
