@@ -2,8 +2,10 @@
 // Conversation (ParleyCheckpointSaver): thread = Conversation. It converses the prompts given
 // as arguments, one turn each. After a crash the controller starts a new pod: the saver reads
 // the thread's checkpoints from the Conversation, the graph's state says which turns are done,
-// and a turn the crash interrupted (the state has a next node) is resumed from its last
-// checkpoint with invoke(null), as LangGraph resumes any interrupted run.
+// and a turn the crash interrupted is resumed from its last checkpoint with invoke(null), as
+// LangGraph resumes any interrupted run. Interrupted means the state has tasks: nodes still to
+// run, or (LangGraph saves a step's checkpoint while the next step already runs) nodes whose
+// writes were saved before the checkpoint that would have followed them.
 //
 //   node agent.mjs "weather in Paris?" "and in Rome?" "which is warmer?"
 import { HumanMessage } from '@langchain/core/messages';
@@ -36,17 +38,20 @@ const graph = new StateGraph(MessagesAnnotation)
 // In an agent pod the thread is the pod's own Conversation (its token may touch no other).
 const config = { configurable: { thread_id: process.env.PARLEY_CONVERSATION } };
 const prompts = process.argv.slice(2);
-const state = await graph.getState(config);
-const done = (state.values.messages ?? []).filter((m) => m.getType() === 'human').length;
-console.log(`RESUME resume=${process.env.PARLEY_RESUME === 'true'} messages=${state.values.messages?.length ?? 0} turnsStarted=${done} next=${state.next.join(',')}`);
-
-if (state.next.length > 0) {
+const humans = (st) => (st.values.messages ?? []).filter((m) => m.getType() === 'human').length;
+let state = await graph.getState(config);
+console.log(`RESUME resume=${process.env.PARLEY_RESUME === 'true'} messages=${state.values.messages?.length ?? 0} tasks=${state.tasks.map((t) => t.name).join(',')}`);
+if (state.tasks.length > 0) {
   await graph.invoke(null, config);
-  console.log(`TURN ${done} resumed`);
+  state = await graph.getState(config);
+  console.log(`TURN ${humans(state)} resumed`);
 }
+const done = humans(state);
 for (const [i, prompt] of prompts.entries()) {
   if (i < done) continue;
-  await graph.invoke({ messages: [new HumanMessage(prompt)] }, config);
+  // A fixed id: a crash can land after the saver sent the prompt to the Conversation but before
+  // the step's checkpoint; the resumed step then adds it again, and the same id stores it once.
+  await graph.invoke({ messages: [new HumanMessage({ id: `prompt-${i + 1}`, content: prompt })] }, config);
   console.log(`TURN ${i + 1} done`);
 }
 console.log('DONE');

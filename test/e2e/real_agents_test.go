@@ -13,6 +13,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -137,21 +139,53 @@ func comparable(conv []stubmodel.Entry) []stubmodel.Entry {
 // SIGKILLed in the middle of its third turn, the controller starts a new pod, and the agent
 // resumes with its framework's own mechanism. They run in the manager's Ordered container and
 // carry the label real-agents: go test -tags e2e ./test/e2e/ -ginkgo.label-filter=real-agents.
+//
+// With PARLEY_AGENT_CRASHES=N set, a benchmark (label real-agents-bench) runs N crashes of
+// each agent and reports the crash to first model request of the resumed agent
+// (docs/benchmarks.md); without it, it skips.
 func realAgentSpecs(dynamicClient func() dynamic.Interface, manager func() *managerProcess) {
+	apiAddr = func() string { return manager().apiAddr }
 	for _, agent := range realAgents {
-		apiAddr = func() string { return manager().apiAddr }
 		It("resumes the "+agent.example+" example after its container is SIGKILLed mid-turn, and its first model request carries every earlier message once, in order", Label("real-agents"), func(ctx SpecContext) {
-			runRealAgent(ctx, dynamicClient(), agent)
+			buildExampleImage(ctx, agent.example)
+			took := crashAndResume(ctx, dynamicClient(), agent)
+			GinkgoWriter.Printf("%s: crash to first model request of the resumed agent: %v\n", agent.example, took)
 		})
 	}
+
+	It("measures the crash to the resumed agent's first model request, per framework", Label("real-agents-bench"), func(ctx SpecContext) {
+		crashes, _ := strconv.Atoi(os.Getenv("PARLEY_AGENT_CRASHES"))
+		if crashes <= 0 {
+			Skip("set PARLEY_AGENT_CRASHES=N to run N crashes of each reference agent")
+		}
+		for _, agent := range realAgents {
+			buildExampleImage(ctx, agent.example)
+			took := make([]time.Duration, crashes)
+			for i := range took {
+				took[i] = crashAndResume(ctx, dynamicClient(), agent)
+			}
+			slices.Sort(took)
+			report := fmt.Sprintf("%s: %d crashes, crash to first model request p50 %v, min %v, max %v",
+				agent.example, crashes, took[len(took)/2].Round(time.Millisecond),
+				took[0].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond))
+			AddReportEntry(agent.example, report)
+			GinkgoWriter.Println(report)
+		}
+	})
 }
 
-func runRealAgent(ctx context.Context, dyn dynamic.Interface, agent realAgent) {
-	By("building and importing the example's image (hack/agent-images.sh " + agent.example + ")")
-	images := exec.CommandContext(ctx, filepath.Join(repoRoot, "hack", "agent-images.sh"), agent.example)
+// buildExampleImage builds and imports localhost/parley-example-<example> (cached by content).
+func buildExampleImage(ctx context.Context, example string) {
+	By("building and importing the example's image (hack/agent-images.sh " + example + ")")
+	images := exec.CommandContext(ctx, filepath.Join(repoRoot, "hack", "agent-images.sh"), example)
 	images.Dir, images.Stdout, images.Stderr = repoRoot, GinkgoWriter, GinkgoWriter
 	Expect(images.Run()).To(Succeed())
+}
 
+// crashAndResume runs the agent from its example's manifest in a new namespace, kills its
+// container in the third turn, checks the resume, and returns the time from the kill to the
+// resumed agent's first model request.
+func crashAndResume(ctx context.Context, dyn dynamic.Interface, agent realAgent) time.Duration {
 	ns := newNamespace(ctx)
 	grantAgentRole(ctx, ns)
 	stub := startStubModel(agent.script)
@@ -200,7 +234,6 @@ func runRealAgent(ctx context.Context, dyn dynamic.Interface, agent realAgent) {
 	resumed := requests[held] // Seq counts from 1: this is the request after the held one.
 	Expect(resumed.Time).To(BeTemporally(">", killedAt))
 	Expect(comparable(resumed.Conversation)).To(Equal(agent.resumed), "request body: %s", resumed.Body)
-	GinkgoWriter.Printf("%s: crash to first model request of the resumed agent: %v\n", agent.example, resumed.Time.Sub(killedAt))
 
 	By("the history holds each message once")
 	var page struct {
@@ -221,6 +254,7 @@ func runRealAgent(ctx context.Context, dyn dynamic.Interface, agent realAgent) {
 	Expect(roles).To(Equal(historyRoles), "GET …/messages: %+v", page.Messages)
 	Expect(ids).To(HaveLen(len(page.Messages)), "a message id appears twice: %v", ids)
 	Expect(historyMessages(got)).To(Equal(int64(len(historyRoles))))
+	return resumed.Time.Sub(killedAt)
 }
 
 // apiAddr is the Session API's address (the suite's manager process).
