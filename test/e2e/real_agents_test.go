@@ -118,10 +118,10 @@ var (
 	}
 )
 
-// comparable is a request's conversation as the specs compare it: without the context Claude
+// withoutAgentContext is a request's conversation as the specs compare it: without the context Claude
 // Code adds to user messages (<system-reminder> blocks), and a tool result that holds the
 // weather as that result alone (Claude's Read numbers the file's lines).
-func comparable(conv []stubmodel.Entry) []stubmodel.Entry {
+func withoutAgentContext(conv []stubmodel.Entry) []stubmodel.Entry {
 	out := make([]stubmodel.Entry, 0, len(conv))
 	for _, e := range conv {
 		if strings.HasPrefix(e.Text, "<system-reminder>") {
@@ -233,7 +233,7 @@ func crashAndResume(ctx context.Context, dyn dynamic.Interface, agent realAgent)
 	Expect(len(requests)).To(BeNumerically(">", held), "no model request after the crash")
 	resumed := requests[held] // Seq counts from 1: this is the request after the held one.
 	Expect(resumed.Time).To(BeTemporally(">", killedAt))
-	Expect(comparable(resumed.Conversation)).To(Equal(agent.resumed), "request body: %s", resumed.Body)
+	Expect(withoutAgentContext(resumed.Conversation)).To(Equal(agent.resumed), "request body: %s", resumed.Body)
 
 	By("the history holds each message once")
 	var page struct {

@@ -121,7 +121,9 @@ func writeAnthropic(w http.ResponseWriter, req anthropicRequest, id string, r Re
 		ev.send("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": delta})
 		ev.send("content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
 	}
-	ev.send("message_delta", map[string]any{"type": "message_delta",
-		"delta": map[string]any{"stop_reason": r.stopReason(), "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 1}})
+	ev.send("message_delta", map[string]any{
+		"type":  "message_delta",
+		"delta": map[string]any{"stop_reason": r.stopReason(), "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 1},
+	})
 	ev.send("message_stop", map[string]any{"type": "message_stop"})
 }

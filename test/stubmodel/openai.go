@@ -138,9 +138,9 @@ func chatConversation(body []byte) (chatRequest, []Entry, error) {
 	}
 	var out []Entry
 	for _, m := range req.Messages {
-		switch {
-		case m.Role == "system" || m.Role == "developer":
-		case m.Role == "tool":
+		switch m.Role {
+		case "system", "developer":
+		case "tool":
 			out = append(out, Entry{Role: "tool", Kind: KindToolResult, CallID: m.ToolCallID, Text: contentText(m.Content)})
 		default:
 			if t := contentText(m.Content); t != "" {
@@ -157,17 +157,19 @@ func chatConversation(body []byte) (chatRequest, []Entry, error) {
 // writeChat answers a Chat Completions request with the reply, whole or as chunks.
 func writeChat(w http.ResponseWriter, req chatRequest, id string, seq int, r Reply) {
 	finish := "stop"
-	var calls []map[string]any
+	calls := make([]map[string]any, 0, len(r.ToolCalls))
 	for i, c := range r.ToolCalls {
 		finish = "tool_calls"
-		calls = append(calls, map[string]any{"index": i, "id": c.ID, "type": "function",
-			"function": map[string]any{"name": c.Name, "arguments": string(c.input())}})
+		calls = append(calls, map[string]any{
+			"index": i, "id": c.ID, "type": "function",
+			"function": map[string]any{"name": c.Name, "arguments": string(c.input())},
+		})
 	}
 	message := map[string]any{"role": "assistant", "content": nil}
 	if r.Text != "" {
 		message["content"] = r.Text
 	}
-	if calls != nil {
+	if len(calls) > 0 {
 		message["tool_calls"] = calls
 	}
 	usage := map[string]any{"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}

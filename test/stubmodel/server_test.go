@@ -66,10 +66,10 @@ func TestAnthropicConversationAndReplies(t *testing.T) {
 	stub, hs := newStub(t, Reply{ToolCalls: []ToolCall{weather}}, Reply{Text: "sunny"})
 	first := `{"model":"m","stream":true,"system":"be brief","messages":[{"role":"user","content":"weather?"}]}`
 	resp, body := post(t, hs.URL+"/v1/messages?beta=true", first)
-	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("status %d, type %q: %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 	}
-	var types []string
+	types := make([]string, 0, 6)
 	var partial string
 	for _, e := range events(t, body) {
 		types = append(types, e["type"].(string))
