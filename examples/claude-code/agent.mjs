@@ -19,11 +19,12 @@ const prompts = process.argv.slice(2);
 const sessionId = process.env.PARLEY_SESSION_ID;
 const mount = process.env.PARLEY_RESUME_DIR || '/var/run/parley';
 const bundle = JSON.parse(readFileSync(path.join(mount, 'conversation.json'), 'utf8'));
-// The bundle names the session's directory once it holds one; run the CLI there.
+// The bundle names the directory the CLI files the session under (the container's workingDir).
 const cwd = bundle.claude?.cwd ?? process.cwd();
 const configDir = '/tmp/claude';
 mkdirSync(configDir, { recursive: true });
-if (bundle.claude) {
+// The bundle has a Claude config directory once there is a session to resume.
+if (existsSync(path.join(mount, 'claude'))) {
   cpSync(path.join(mount, 'claude'), configDir, { recursive: true, dereference: true });
   // The copies keep the mount's read-only modes: the CLI must append to the transcript.
   for (const f of readdirSync(configDir, { recursive: true })) {
@@ -55,6 +56,9 @@ const key = { projectKey: '', sessionId };
 let sent = lines().length; // the bundle's lines are Parley's already
 const done = asked(lines());
 console.log(`RESUME resume=${bundle.resume} bundleLines=${sent} turnsDone=${done}`);
+// A session to continue (a transcript in the bundle, or a turn this pod ran) is resumed; else
+// the first turn starts it under the Conversation's session id.
+let started = Boolean(bundle.claude?.transcript);
 
 const env = {
   ...process.env,
@@ -65,7 +69,7 @@ const env = {
 };
 for (const [i, prompt] of prompts.entries()) {
   if (i < done) continue;
-  const session = i === 0 ? ['--session-id', sessionId] : ['--resume', sessionId];
+  const session = started ? ['--resume', sessionId] : ['--session-id', sessionId];
   const model = process.env.ANTHROPIC_MODEL || 'claude-sonnet-4-5';
   const run = spawnSync('claude', ['-p', prompt, ...session, '--model', model, '--allowedTools', 'Read', '--output-format', 'json'], { cwd, env, encoding: 'utf8' });
   if (run.status !== 0) throw new Error(`claude exited ${run.status}: ${run.stderr}`);
@@ -73,6 +77,7 @@ for (const [i, prompt] of prompts.entries()) {
   const fresh = lines().slice(sent).filter((e) => !String(e.type).startsWith('api-request'));
   await store.append(key, fresh);
   sent = lines().length;
+  started = true;
   console.log(`TURN ${i + 1} done`);
 }
 console.log('DONE');
