@@ -17,6 +17,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 # shellcheck source=hack/lib/npm-native.sh
 . "$root/hack/lib/npm-native.sh"
+# shellcheck source=hack/lib/import-images.sh
+. "$root/hack/lib/import-images.sh"
 IMAGE_TAG=${IMAGE_TAG:-dev}
 CLAUDE_CODE_VERSION=${CLAUDE_CODE_VERSION:-2.1.330}
 store=$cache/agent-images
@@ -176,11 +178,4 @@ exec 9>"$cache/.agent-images.lock"
 flock 9
 for w in "${what[@]}"; do build "$w"; done
 
-if "$root/hack/local-cluster" ctr version >/dev/null 2>&1; then
-  for i in "${!tarballs[@]}"; do
-    "$root/hack/local-cluster" ctr images import "${tarballs[$i]}" >/dev/null
-    log "imported ${refs[$i]} into the local node"
-  done
-else
-  log "local cluster not running: tarballs in $out, not imported"
-fi
+import_images "$root" "make cluster-up, then make agent-images"

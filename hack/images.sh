@@ -18,6 +18,8 @@ out=$root/bin/images
 mkdir -p "$out"
 
 log() { printf '[images] %s\n' "$*" >&2; }
+# shellcheck source=hack/lib/import-images.sh
+. "$root/hack/lib/import-images.sh"
 
 # build NAME PACKAGE DEST [CMD...]: build PACKAGE statically and pack it as localhost/NAME.
 build() {
@@ -48,11 +50,4 @@ for w in "${what[@]}"; do
   esac
 done
 
-if "$root/hack/local-cluster" ctr version >/dev/null 2>&1; then
-  for i in "${!tarballs[@]}"; do
-    "$root/hack/local-cluster" ctr images import "${tarballs[$i]}" >/dev/null
-    log "imported ${refs[$i]} into the local node"
-  done
-else
-  log "local cluster not running: tarballs in $out, not imported (make cluster-up, then make images)"
-fi
+import_images "$root" "make cluster-up, then make images"

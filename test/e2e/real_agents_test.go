@@ -65,16 +65,23 @@ var (
 	historyRoles = []string{"user", "assistant", "tool", "assistant", "user", "assistant", "user", "assistant"}
 )
 
-// openAIResumed is the conversation through an OpenAI API (Responses or Chat Completions).
-var openAIResumed = []stubmodel.Entry{
-	{Role: "user", Kind: stubmodel.KindText, Text: realAgentPrompts[0]},
-	{Role: "assistant", Kind: stubmodel.KindToolUse, Name: "get_weather", CallID: "call_paris"},
-	{Role: "tool", Kind: stubmodel.KindToolResult, CallID: "call_paris", Text: weatherResult},
-	{Role: "assistant", Kind: stubmodel.KindText, Text: "Paris: 18°C and sunny."},
-	{Role: "user", Kind: stubmodel.KindText, Text: realAgentPrompts[1]},
-	{Role: "assistant", Kind: stubmodel.KindText, Text: "Rome is warm as well."},
-	{Role: "user", Kind: stubmodel.KindText, Text: realAgentPrompts[2]},
+// resumedConversation is what the first model request after the crash carries: the two
+// complete turns, the first with its tool call and result, then the interrupted prompt. Only
+// the tool and the role of its result (Anthropic's user, OpenAI's tool) differ by framework.
+func resumedConversation(tool, callID, resultRole string) []stubmodel.Entry {
+	return []stubmodel.Entry{
+		{Role: "user", Kind: stubmodel.KindText, Text: realAgentPrompts[0]},
+		{Role: "assistant", Kind: stubmodel.KindToolUse, Name: tool, CallID: callID},
+		{Role: resultRole, Kind: stubmodel.KindToolResult, CallID: callID, Text: weatherResult},
+		{Role: "assistant", Kind: stubmodel.KindText, Text: "Paris: 18°C and sunny."},
+		{Role: "user", Kind: stubmodel.KindText, Text: realAgentPrompts[1]},
+		{Role: "assistant", Kind: stubmodel.KindText, Text: "Rome is warm as well."},
+		{Role: "user", Kind: stubmodel.KindText, Text: realAgentPrompts[2]},
+	}
 }
+
+// openAIResumed is the conversation through an OpenAI API (Responses or Chat Completions).
+var openAIResumed = resumedConversation("get_weather", "call_paris", "tool")
 
 var realAgents = []realAgent{{
 	example:      "openai-agents",
@@ -107,15 +114,7 @@ var (
 	claudeScript = append([]stubmodel.Reply{
 		{ToolCalls: []stubmodel.ToolCall{{ID: "toolu_paris", Name: "Read", Input: json.RawMessage(`{"file_path":"/app/weather.txt"}`)}}},
 	}, realAgentScript[1:]...)
-	claudeResumed = []stubmodel.Entry{
-		{Role: "user", Kind: stubmodel.KindText, Text: realAgentPrompts[0]},
-		{Role: "assistant", Kind: stubmodel.KindToolUse, Name: "Read", CallID: "toolu_paris"},
-		{Role: "user", Kind: stubmodel.KindToolResult, CallID: "toolu_paris", Text: weatherResult},
-		{Role: "assistant", Kind: stubmodel.KindText, Text: "Paris: 18°C and sunny."},
-		{Role: "user", Kind: stubmodel.KindText, Text: realAgentPrompts[1]},
-		{Role: "assistant", Kind: stubmodel.KindText, Text: "Rome is warm as well."},
-		{Role: "user", Kind: stubmodel.KindText, Text: realAgentPrompts[2]},
-	}
+	claudeResumed = resumedConversation("Read", "toolu_paris", "user")
 )
 
 // withoutAgentContext is a request's conversation as the specs compare it: without the context Claude
