@@ -51,7 +51,19 @@ def main():
     ])
     assert done.wait(20), got
     assert got == ["py-u2", "py-a2"], got
-    checked = "append, idempotent retry, read, page, conflict, follow"
+    whole = api.state(ns, name)
+    assert [m["id"] for m in whole["state"]["messages"]] == ["py-u1", "py-a1", "py-u2", "py-a2"], whole
+    assert whole["sequence"] == summary["sequence"] + 2, (whole, summary)
+
+    bundle = api.resume(ns, name)
+    assert bundle["sessionId"] == summary["sessionId"] and "conversation.json" in bundle["files"], bundle
+
+    part = {"schemaVersion": whole["state"]["schemaVersion"],
+            "messages": [{"id": "py-i1", "role": "user", "blocks": [{"type": "text", "text": "imported"}]}]}
+    imported = api.import_state(ns, name, "py-import-1", 0, part)
+    assert imported == api.import_state(ns, name, "py-import-1", 0, part), imported
+    assert [m["id"] for m in api.state(ns, name)["state"]["messages"]][-1] == "py-i1"
+    checked = "append, idempotent retry, read, page, conflict, follow, state, resume, import (idempotent by id)"
     if os.environ.get("PARLEY_RESET_TOKEN"):
         editor = parley_client.Client(os.environ["PARLEY_API_URL"], token=os.environ["PARLEY_RESET_TOKEN"])
         try:
@@ -60,7 +72,7 @@ def main():
         except parley_client.Problem as p:
             assert p.status == 403 and p.type.endswith("/forbidden"), p
         done = editor.reset(ns, name, keep_system=True, reset_id="py-reset-1")
-        assert done["cleared"] == 4 and done["checkpoint"], done
+        assert done["cleared"] == 5 and done["checkpoint"], done
         again = editor.reset(ns, name, keep_system=True, reset_id="py-reset-1")
         assert again == done, (again, done)
         summary = editor.conversation(ns, name)

@@ -92,6 +92,21 @@ class Client:
             body["keepSystem"] = True
         return self._call("POST", _path(namespace, name) + "/reset", body)
 
+    def state(self, namespace, name):
+        """The whole conversation of the current epoch: {"epoch", "sequence", "tokens", "state"}."""
+        return self._call("GET", _path(namespace, name) + "/state")
+
+    def resume(self, namespace, name, turn=0):
+        """The resume bundle a new agent pod would have mounted now, cut at turn (0: the latest
+        complete turn): {"sessionId", "turn", "attempt", "files"}."""
+        suffix = "/resume" + ("?" + urllib.parse.urlencode({"turn": turn}) if turn else "")
+        return self._call("GET", _path(namespace, name) + suffix)
+
+    def import_state(self, namespace, name, import_id, part, state):
+        """Append one part of a whole conversation state (POST …/import); retrying a part with the
+        same import_id and part stores nothing twice. Returns {"sequences"}."""
+        return self._call("POST", _path(namespace, name) + "/import", {"id": import_id, "part": part, "state": state})
+
     def follow(self, namespace, name, after=0):
         """Yield messages appended after the sequence `after`, resuming a dropped stream."""
         backoff = 0.1

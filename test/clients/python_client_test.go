@@ -22,6 +22,6 @@ var _ = Describe("Python client (clients/session-api-python)", func() {
 			"PARLEY_NS="+ns, "PARLEY_NAME="+conv.Name, "PARLEY_RESET_TOKEN="+env.EditorToken(ns))
 		out, err := cmd.CombinedOutput()
 		Expect(err).NotTo(HaveOccurred(), "%s", out)
-		Expect(string(out)).To(ContainSubstring("reset (403 without delete, idempotent by id): ok"))
+		Expect(string(out)).To(ContainSubstring("state, resume, import (idempotent by id), reset (403 without delete, idempotent by id): ok"))
 	})
 })
