@@ -171,7 +171,7 @@ bench-appends: envtest s3-server ## Appends/s of 1 KiB messages through the stor
 		-args -phase $(APPENDS_PHASE) -rounds $(APPENDS_ROUNDS)
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" PARLEY_VERSITYGW="$(VERSITYGW)" \
 		$(GO) test ./internal/sessionapi/apibench -run '^$$' -bench SessionAPI -benchtime 1x -timeout 60m -v \
-		-args -phase $(APPENDS_PHASE) -rounds $(APPENDS_ROUNDS)
+		-args -phase $(APPENDS_PHASE) -rounds $(APPENDS_ROUNDS) -conversation-rate 100000
 
 .PHONY: bench-scale
 bench-scale: envtest ## The scale benchmark: 10,000 Conversations on envtest against the real manager (PARLEY_SCALE_* knobs: test/scale/scale_test.go; figures: docs/benchmarks.md).

@@ -34,6 +34,9 @@ var (
 	// settleFlag is a pause after each phase: what an API phase sets off (the batched activity
 	// writes and the reconciles they wake) finishes before the next phase is timed.
 	settleFlag = flag.Duration("settle", 2*time.Second, "pause after each phase")
+	// conversationRateFlag raises the per-conversation rate limit for the shapes that write one
+	// conversation with many clients: past the default (0: the manager's) they measure the 429s.
+	conversationRateFlag = flag.Float64("conversation-rate", 0, "per-conversation requests/s (0: the manager's default)")
 )
 
 // rawWriters is the raw phase's writers (one key each): the backend's conditional-write rate.

@@ -236,6 +236,7 @@ func startManager(ctx context.Context, cfg *rest.Config) error {
 	if err := mgr.Add(&sessionapi.Server{
 		Addr: addr, Reader: mgr.GetClient(), Writer: mgr.GetClient(), Sessions: sessions,
 		Auth: &sessionapi.Authorizer{Client: mgr.GetClient()}, TLS: tlsSetup,
+		Limits: sessionapi.Limits{PerConversation: sessionapi.Rate{PerSecond: *conversationRateFlag, Burst: int(2 * *conversationRateFlag)}},
 	}); err != nil {
 		return err
 	}
