@@ -3,7 +3,6 @@ package plugin
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -99,9 +98,6 @@ func readLines(ctx context.Context, in io.Reader) <-chan string {
 			case <-ctx.Done():
 				return
 			}
-		}
-		if err := sc.Err(); err != nil && !errors.Is(err, io.EOF) {
-			return
 		}
 	}()
 	return out
