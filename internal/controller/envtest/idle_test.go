@@ -77,6 +77,8 @@ var _ = Describe("Idle agents", func() {
 		kubelet(first, corev1.PodRunning, runningState())
 		_, err = person.Append(ctx, ns, conv.Name, []conversation.Message{operatorenv.TextMessage("u1", "user", "hello")})
 		Expect(err).NotTo(HaveOccurred())
+		// The kubelet's status reaches the condition through a reconcile: wait for it, then hold it.
+		Eventually(agentCondition(conv, metav1.ConditionTrue, parleyv1alpha1.ReasonPodRunning)).Should(Succeed())
 		Consistently(agentCondition(conv, metav1.ConditionTrue, parleyv1alpha1.ReasonPodRunning)).WithTimeout(2 * time.Second).Should(Succeed())
 
 		By("it answers and waits: after suspendAfter its pod is stopped, nothing counted as a crash")
