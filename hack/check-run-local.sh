@@ -7,7 +7,8 @@
 # fails unless
 #   - hack/run-local.sh exits 0 and prints no WARNING or ERROR (no fallback was taken),
 #   - its `kubectl get conv,ckpt` output lists every Conversation and Checkpoint of
-#     config/samples,
+#     config/samples, and each is up: every Conversation Active, every Checkpoint Ready
+#     (hack/lib/samples.sh),
 #   - the agent sample told its story: that output shows it with 1 restart and all its
 #     messages, its first pod failed with exit code 1 and its second completed, and the second
 #     resumed from the first's Crash Checkpoint with the bundle of the complete turns.
@@ -24,6 +25,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 lc=$root/hack/local-cluster
+# shellcheck source=hack/lib/samples.sh
+. "$root/hack/lib/samples.sh"
 dir=${CHECK_RUN_LOCAL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/parley/check-run-local}
 timeout=${CHECK_RUN_LOCAL_TIMEOUT:-600}
 
@@ -92,6 +95,8 @@ for obj in $expected; do
     ;;
   esac
 done
+not_up=$(samples_not_up "$root") || problems+=("cannot read the phases of the samples")
+[ -z "$not_up" ] || problems+=("samples that are not up (a Conversation not Active, a Checkpoint not Ready): $(sed '/^$/d' <<<"$not_up" | paste -sd ';' -)")
 grep -q '^conversation\.' <<<"$rows" || problems+=("no Conversation rows in the kubectl get conv,ckpt output")
 grep -q '^checkpoint\.' <<<"$rows" || problems+=("no Checkpoint rows in the kubectl get conv,ckpt output")
 # The agent sample (config/samples/parley_v1alpha1_conversation_agent.yaml): six turns, exit 1
