@@ -15,8 +15,8 @@
 # The check's cluster is always brought down at the end. Its folder is deleted when the check
 # passes and kept (logs/) when it fails; the next run deletes it first.
 #
-# Only the cluster binaries may be warm (hack/build-binaries.sh cluster runs first, outside the
-# timer): the check is about races of a first start, not about cold builds.
+# Only the cluster binaries and the S3 server may be warm (hack/build-binaries.sh cluster and s3
+# run first, outside the timer): the check is about races of a first start, not about cold builds.
 #
 # Environment: CHECK_RUN_LOCAL_DIR (the check's cluster folder, default
 # ~/.cache/parley/check-run-local), CHECK_RUN_LOCAL_TIMEOUT (seconds for run-local, default 600).
@@ -41,8 +41,9 @@ case $dir in
 / | "$HOME" | "$root" | "") die "refusing CHECK_RUN_LOCAL_DIR=$dir" ;;
 esac
 
-log "cluster binaries (hack/build-binaries.sh cluster: seconds when cached)"
+log "cluster binaries and S3 server (hack/build-binaries.sh cluster, s3: seconds when cached)"
 hack/build-binaries.sh cluster >/dev/null
+hack/build-binaries.sh s3 >/dev/null
 
 t0=$SECONDS
 # Cold: whatever cluster runs is stopped (one cluster per machine: fixed ports, bridge, iptables),
@@ -50,7 +51,7 @@ t0=$SECONDS
 log "stopping the local cluster, if any (its state is kept)"
 "$lc" down
 PARLEY_CLUSTER_DIR=$dir "$lc" purge
-rm -rf "$root/.local/run-local-manager"
+rm -rf "$root/.local/run-local-manager" "$root/.local/run-local-samples"
 
 export PARLEY_CLUSTER_DIR=$dir
 mkdir -p "$dir"

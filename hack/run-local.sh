@@ -8,10 +8,12 @@
 #     (log: <cluster dir>/logs/manager.log; `make cluster-down` stops it with the cluster);
 #     PARLEY_MANAGER=in-cluster deploys config/default with the local image instead
 #  4. the samples from config/samples, the agent sample's image (test/agent, hack/images.sh)
-#     imported first
+#     imported first; the objectStore sample's history in a real S3 server (versitygw) with its
+#     bucket and credentials Secret (hack/lib/local-s3.sh)
 #  5. waits for the agent sample's story: the controller runs its pod, the agent converses
 #     through the Session API, crashes once in turn 3, and a second pod resumes from the
-#     resume bundle and finishes
+#     resume bundle and finishes; then for every sample to be up (Active, or Ready for a
+#     Checkpoint: hack/lib/samples.sh)
 # and prints what it did (kubectl get conv,ckpt: restarts and messages; the agents' logs), how
 # to explore and how to stop. The script creates no pod itself: the controller owns agent pods.
 set -euo pipefail
@@ -19,6 +21,10 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 lc=$root/hack/local-cluster
+# shellcheck source=hack/lib/samples.sh
+. "$root/hack/lib/samples.sh"
+# shellcheck source=hack/lib/local-s3.sh
+. "$root/hack/lib/local-s3.sh"
 # The Conversation of config/samples whose agent tells the crash-and-resume story.
 AGENT_CONV=coding-agent
 # The host-run manager's Session API: on the pod network's bridge, where agent pods reach the
@@ -185,7 +191,11 @@ if [ "$manager_mode" = process ]; then
   sed 's/^  name: conversation-agent-role$/  name: parley-conversation-agent-role/' config/rbac/conversation_agent_role.yaml |
     kubectl apply -f -
 fi
-kubectl apply -k config/samples
+# The objectStore samples' S3 server, bucket and Secret, and the overlay that points them at it.
+# On the bridge with the node, where an in-cluster manager reaches it too.
+s3_addr=$([ "$with_node" = 1 ] && echo 10.88.0.1 || echo 127.0.0.1):9000
+local_s3_samples "$root" "$lc" "$s3_addr" "$root/.local/run-local-samples"
+kubectl apply -k "$root/.local/run-local-samples"
 # Earlier versions of this script ran a pod of their own; agent pods are the controller's now.
 kubectl delete pod sample-agent --ignore-not-found >/dev/null
 
@@ -211,6 +221,12 @@ else
     fail "the agent sample ended as '$(agent_state)' instead of completing after one restart: kubectl describe conversation $AGENT_CONV; to replay it, kubectl delete conversation $AGENT_CONV and run again"
   echo "completed after 1 restart, $((SECONDS - t))s after the samples were applied"
   story=1
+fi
+
+if [ "$manager_mode" != none ]; then
+  # The samples without an agent are up within seconds of the manager's first reconcile.
+  wait_until 60 samples_up "$root" ||
+    warn "samples not up after 60s: $(samples_not_up "$root" | paste -sd ';' -) (kubectl describe them; the manager's log)"
 fi
 
 step "kubectl get conv,ckpt"
@@ -250,6 +266,7 @@ cat <<EOF
 Parley is running on a local cluster$([ "$with_node" = 1 ] || echo " (CONTROL PLANE ONLY: the real node failed, pods cannot run)").
   manager:     $([ "$manager_running" = 1 ] && echo "$manager_where" || echo "NOT running (see the warnings above)")
   logs:        $logs/ (one file per component)
+  S3 server:   versitygw at http://$s3_addr (the objectStore sample's history; log $logs/s3.log)
 
 Explore:
   export KUBECONFIG=$KUBECONFIG
@@ -258,6 +275,7 @@ Explore:
 $([ ${#plugin_args[@]} -gt 0 ] && echo "  PATH=$root/bin:\$PATH kubectl parley tail -f $AGENT_CONV --session-api-url http://$SESSION_API --session-api-token \"\$(kubectl create token parley-agent --audience parley)\"")
 $([ "$with_node" = 1 ] && echo "  kubectl logs $AGENT_CONV-agent-1; kubectl logs $AGENT_CONV-agent-2" || echo "  hack/local-cluster logs   # kubelet.log, containerd.log: why the node failed")
   kubectl delete conv $AGENT_CONV && make run-local    # replay the agent sample's story
+$([ "$with_node" = 1 ] && echo "  make demo-claude-code   # a real Claude Code agent converses, is SIGKILLed mid-turn and resumes")
   hack/local-cluster status
 
 Stop everything (cluster, node, manager): make cluster-down

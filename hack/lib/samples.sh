@@ -9,3 +9,9 @@
 samples_not_up() {
   kubectl get -k "$1/config/samples" -o go-template='{{range .items}}{{$phase := ""}}{{with .status}}{{with .phase}}{{$phase = .}}{{end}}{{end}}{{if or (and (eq .kind "Conversation") (ne $phase "Active")) (and (eq .kind "Checkpoint") (ne $phase "Ready"))}}{{.kind}}/{{.metadata.name}} {{or $phase "(no phase)"}}:{{with .status}}{{range .conditions}}{{if and (ne .status "True") (or (eq .type "Ready") (eq .type "HistoryAvailable"))}} {{.type}}={{.reason}}{{end}}{{end}}{{end}}{{"\n"}}{{end}}{{end}}'
 }
+
+# samples_up ROOT: every Conversation and Checkpoint of ROOT/config/samples is up.
+samples_up() {
+  local not_up
+  not_up=$(samples_not_up "$1") && [ -z "$not_up" ]
+}
