@@ -205,6 +205,10 @@ run: manifests generate fmt vet ## Run the manager from your host against the cu
 run-local: ## Bring up a local cluster, install Parley, apply the samples and show them (no cluster needed).
 	hack/run-local.sh
 
+.PHONY: demo-claude-code
+demo-claude-code: ## After make run-local: a real Claude Code agent (stub model) converses, is SIGKILLed mid-turn and resumes.
+	hack/demo-claude-code.sh
+
 .PHONY: images
 images: ## Build the manager and test-agent images as tarballs and import them into the local node.
 	hack/images.sh

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# make demo-claude-code: on the local cluster of `make run-local`, a real Claude Code agent
+# (examples/claude-code: the CLI, headless, driven by a node script) converses, is SIGKILLed in
+# the middle of a turn, and resumes in a new pod with the conversation Parley kept.
+#
+#  1. the example's image: the Claude Code CLI and its driver (hack/agent-images.sh claude-code)
+#  2. the stub model (test/stubmodel) where the example's manifest points ANTHROPIC_BASE_URL, on
+#     the pod network's bridge, as hack/local-cluster's process "stubmodel" (`make cluster-down`
+#     stops it). It stands in for the Anthropic Messages API: it answers from
+#     examples/claude-code/stub-model.json (a Read tool call, two answers, then it holds the
+#     third turn's request open) and records every request it receives
+#  3. examples/claude-code/conversation.yaml, unchanged: the controller runs the agent's pod
+#  4. once the stub holds the third turn's request, the agent's container is SIGKILLed through the
+#     node's containerd, as the kernel's OOM killer would end it
+#  5. the controller records the crash, takes a Crash Checkpoint and starts a second pod with the
+#     resume bundle; `claude --resume` continues the session and the agent finishes
+# It prints the model requests, both pods' logs, the Conversation's status and history, and fails
+# unless the first request after the crash carries the conversation the interrupted request
+# carried (the earlier turns, tool call and result included, in order, each once).
+#
+# Against the real Anthropic API instead of the stub: docs/agents.md ("The Claude Code demo").
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+lc=$root/hack/local-cluster
+manifest=examples/claude-code/conversation.yaml
+# Where `make run-local` serves the Session API (its host-run manager, on the bridge).
+SESSION_API=10.88.0.1:8082
+
+step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+fail() {
+  printf '\033[31mERROR: %s\033[0m\n' "$*" >&2
+  exit 1
+}
+# wait_until TIMEOUT CMD...: run CMD every 0.5 s until it succeeds; fails after TIMEOUT seconds.
+wait_until() {
+  local deadline=$((SECONDS + $1))
+  shift
+  until "$@" >/dev/null 2>&1; do
+    ((SECONDS < deadline)) || return 1
+    sleep 0.5
+  done
+}
+# manifest_field TEMPLATE: a field of the example's manifest, read without a cluster.
+manifest_field() {
+  kubectl label --local -f "$manifest" parley.dev/read-only=true -o go-template="$1"
+}
+# agent_state: "<restarts> <AgentRunning reason>" of the Conversation.
+agent_state() {
+  kubectl get conversations.parley.dev "$conv" -o go-template='{{with .status}}{{with .agent}}{{or .restarts 0}}{{end}} {{range .conditions}}{{if eq .type "AgentRunning"}}{{.reason}}{{end}}{{end}}{{end}}' 2>/dev/null
+}
+agent_completed() { [ "$(agent_state)" = "1 Completed" ]; }
+# record CMD: runs a command of hack/lib/stub-record.mjs on the stub's record of requests.
+record() {
+  curl -sf "http://$stub_addr/_stub/requests" | node "$root/hack/lib/stub-record.mjs" "$@"
+}
+held() { [ -n "$(record held)" ]; }
+
+[ "$(id -u)" = 0 ] || fail "the demo kills a container through the node's containerd: run it as root"
+command -v node >/dev/null || fail "node is not installed (the agent's image is built from the host's node)"
+KUBECONFIG=$("$lc" kubeconfig)
+export KUBECONFIG
+"$lc" status >/dev/null 2>&1 && curl -s -o /dev/null "http://$SESSION_API/" ||
+  fail "no local cluster with Parley's manager: run make run-local first"
+kubectl get serviceaccount parley-agent >/dev/null 2>&1 ||
+  fail "no ServiceAccount parley-agent (config/samples): run make run-local first"
+conv=$(manifest_field '{{.metadata.name}}')
+stub_url=$(manifest_field '{{range (index .spec.agent.template.spec.containers 0).env}}{{if eq .name "ANTHROPIC_BASE_URL"}}{{.value}}{{end}}{{end}}')
+stub_addr=${stub_url#http://}
+
+step "The agent's image (hack/agent-images.sh claude-code: the Claude Code CLI, node, the driver)"
+hack/agent-images.sh claude-code
+
+step "The stub model on $stub_addr (test/stubmodel, replies from examples/claude-code/stub-model.json)"
+go build -o bin/stubmodel ./test/stubmodel/cmd
+# A fresh stub for each run: its script starts over and its record is this run's.
+"$lc" stop stubmodel
+"$lc" start stubmodel "$root/bin/stubmodel" -listen "$stub_addr" -script "$root/examples/claude-code/stub-model.json"
+wait_until 30 curl -sf "http://$stub_addr/_stub/requests" || fail "the stub model does not answer on $stub_addr; see $("$lc" logs)/stubmodel.log"
+
+step "Conversation $conv ($manifest)"
+if kubectl get conversations.parley.dev "$conv" >/dev/null 2>&1; then
+  echo "deleting the Conversation of an earlier run, its pods and Checkpoints first"
+  kubectl delete conversations.parley.dev "$conv" --cascade=foreground --wait --timeout 120s
+fi
+kubectl apply -f "$manifest"
+
+step "The agent converses; the stub holds the third turn's model request"
+wait_until 300 held || {
+  record print >&2 || true
+  kubectl logs "$conv-agent-1" >&2 || true
+  fail "no held model request after 300s (now: $(agent_state)); kubectl describe conversation $conv"
+}
+record print
+first=$conv-agent-1
+kubectl logs "$first"
+
+step "SIGKILL of the agent's container in $first, in the middle of its third turn"
+id=$(kubectl get pod "$first" -o jsonpath='{.status.containerStatuses[0].containerID}')
+"$lc" ctr tasks kill --signal SIGKILL "${id#containerd://}"
+killed=$SECONDS
+
+step "The controller restarts the agent from the Crash Checkpoint; claude --resume continues"
+wait_until 300 agent_completed || {
+  kubectl describe conversations.parley.dev "$conv" >&2 || true
+  fail "the agent did not complete after one restart within 300s (now: $(agent_state))"
+}
+echo "completed $((SECONDS - killed))s after the kill"
+kubectl get conversations.parley.dev "$conv" -o go-template='{{.metadata.name}}: {{with .status.agent}}{{.restarts}} restart after {{with .lastFailure}}{{.reason}} (exit code {{.exitCode}}) of {{.podName}} in turn {{.turn}}{{end}}; {{.podName}} resumed from Checkpoint {{.resumedFrom}}{{end}}; {{.status.history.messages}} messages in {{.status.history.turns}} turns
+'
+kubectl get pods -l parley.dev/conversation="$conv"
+for pod in "$first" "$conv-agent-2"; do
+  echo "--- kubectl logs $pod"
+  kubectl logs "$pod"
+done
+
+step "The model requests the stub received"
+record print
+record resumed
+
+step "kubectl parley history $conv (the Session API at http://$SESSION_API)"
+go build -o bin/kubectl-parley ./cmd/kubectl-parley
+bin/kubectl-parley history "$conv" --session-api-url "http://$SESSION_API" \
+  --session-api-token "$(kubectl create token parley-agent --audience parley)"
+
+cat <<EOF
+
+A real Claude Code CLI resumed its session after a SIGKILL, from the conversation Parley kept.
+  kubectl describe conversation $conv; kubectl get checkpoints
+  make demo-claude-code    # again (the Conversation is replaced)
+  against the real Anthropic API: docs/agents.md, "The Claude Code demo"
+EOF
