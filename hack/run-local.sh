@@ -31,21 +31,8 @@ AGENT_CONV=coding-agent
 # host; plain HTTP, as nothing outside the machine can reach that address.
 SESSION_API=10.88.0.1:8082
 
-step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
-warn() { printf '\033[33mWARNING: %s\033[0m\n' "$*"; }
-fail() {
-  printf '\033[31mERROR: %s\033[0m\n' "$*" >&2
-  exit 1
-}
-# wait_until TIMEOUT CMD...: run CMD every 0.2 s until it succeeds; fails after TIMEOUT seconds.
-wait_until() {
-  local deadline=$((SECONDS + $1))
-  shift
-  until "$@" >/dev/null 2>&1; do
-    ((SECONDS < deadline)) || return 1
-    sleep 0.2
-  done
-}
+# shellcheck source=hack/lib/steps.sh
+. "$root/hack/lib/steps.sh"
 # crds_established: every CRD of config/crd/bases (names in $crd_names) has Established=True.
 crds_established() {
   local name
