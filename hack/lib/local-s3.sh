@@ -72,10 +72,13 @@ local_s3_samples() {
     kubectl create secret generic "$secret" --from-literal=accessKeyID="$s3_access_key" \
       --from-literal=secretAccessKey="$s3_secret_key" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
     # The endpoint is immutable: a Conversation an earlier run made with another one is replaced.
+    # Its finalizer would delete its history at that endpoint, which this cluster never reached
+    # (or a local server that keeps no other data): the annotation releases it without trying.
     was=$(kubectl get conversations.parley.dev "$name" -o go-template='{{.spec.history.objectStore.endpoint}}' 2>/dev/null || true)
     if [ -n "$was" ] && [ "$was" != "http://$addr" ]; then
       echo "Conversation $name has the object store endpoint $was from an earlier run: replacing it"
-      kubectl delete conversations.parley.dev "$name" --wait
+      kubectl annotate conversations.parley.dev "$name" parley.dev/skip-history-cleanup=true --overwrite >/dev/null
+      kubectl delete conversations.parley.dev "$name" --wait --timeout 60s
     fi
     cat >>"$overlay/kustomization.yaml" <<EOF
 - target: {group: parley.dev, kind: Conversation, name: $name}
