@@ -30,7 +30,7 @@ Ctrl-D (end of input) leaves; the conversation and its agent go on without you.`
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: o.completeConversations,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := o.open(cmd.Context(), args[0], needAPI)
+			t, err := o.open(cmd.Context(), args[0], needAPI|mayKube)
 			if err != nil {
 				return err
 			}
@@ -56,7 +56,7 @@ func (o *Options) chat(ctx context.Context, t target, in io.Reader, lines int, o
 	defer cancel()
 	followed := make(chan error, 1)
 	go func() {
-		followed <- o.followAnswers(ctx, t, st.Sequence, seen, false, func(m *conversation.Message) error {
+		followed <- o.follow(ctx, t, st.Sequence, seen, false, func(m *conversation.Message) error {
 			return render.Message(o.out(), m, opts)
 		})
 	}()

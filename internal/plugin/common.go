@@ -25,7 +25,7 @@ func typed(p printers.ResourcePrinter) printers.ResourcePrinter {
 // target is the conversation a command works on, and the clients it needs.
 type target struct {
 	ns, name string
-	kc       client.Client        // with needKube
+	kc       client.Client        // with needKube; with mayKube when the kubeconfig gives one
 	api      *parleyclient.Client // with needAPI
 }
 
@@ -35,6 +35,9 @@ type needs int
 const (
 	needKube needs = 1 << iota // the API server, with the kubeconfig's credentials
 	needAPI                    // the Session API
+	// mayKube: the API server for a best-effort read (a hint, not the command's work); a
+	// kubeconfig that gives no client leaves kc nil instead of failing the command.
+	mayKube
 )
 
 // open is how a command on one conversation starts: the conversation named on the command line,
@@ -44,10 +47,13 @@ func (o *Options) open(ctx context.Context, name string, n needs) (target, error
 	if err != nil {
 		return target{}, err
 	}
-	if n&needKube != 0 {
+	switch {
+	case n&needKube != 0:
 		if t.kc, err = o.kube(); err != nil {
 			return target{}, err
 		}
+	case n&mayKube != 0:
+		t.kc, _ = o.kube()
 	}
 	if n&needAPI != 0 {
 		if t.api, err = o.sessionAPI(ctx); err != nil {

@@ -39,27 +39,25 @@ func (o *Options) say(ctx context.Context, t target, m conversation.Message) (ui
 	return resp.Sequences[0], nil
 }
 
-// agentAsleep reads the Conversation with the kubeconfig, when the user may: false when not.
+// agentAsleep reads the Conversation with the client the command opened, when the user may:
+// false when not.
 func (o *Options) agentAsleep(ctx context.Context, t target) bool {
-	kc := t.kc
-	if kc == nil {
-		var err error
-		if kc, err = o.kube(); err != nil {
-			return false
-		}
+	if t.kc == nil {
+		return false
 	}
-	conv, err := o.getConversation(ctx, kc, t)
+	conv, err := o.getConversation(ctx, t.kc, t)
 	return err == nil && conv.AgentAsleep()
 }
 
 // errAnswered ends a follow at the agent's final answer.
 var errAnswered = errors.New("answered")
 
-// followAnswers calls show for each message appended after the sequence after, unless skip
-// says it was shown or sent here, once it no longer streams. With untilAnswer it returns at the first final answer
-// (conversation.Message.FinalAnswer); otherwise it follows until ctx ends. A compaction
-// restarts the stream in the new epoch, skipping what was shown.
-func (o *Options) followAnswers(ctx context.Context, t target, after uint64, skip *idSet, untilAnswer bool,
+// follow calls show for each message appended after the sequence after, unless skip says it
+// was shown or sent here, once it no longer streams. With untilAnswer it returns at the first
+// final answer (conversation.Message.FinalAnswer); otherwise it follows until ctx ends. A
+// compaction starts a new epoch: follow says so and goes on in it, skipping what was shown.
+// tail -f, chat and send --wait all follow through it.
+func (o *Options) follow(ctx context.Context, t target, after uint64, skip *idSet, untilAnswer bool,
 	show func(*conversation.Message) error,
 ) error {
 	for {
@@ -86,6 +84,7 @@ func (o *Options) followAnswers(ctx context.Context, t target, after uint64, ski
 		case errors.Is(err, errAnswered):
 			return nil
 		case errors.Is(err, parleyclient.ErrEpochChanged):
+			_, _ = fmt.Fprintln(o.out(), "── compacted: a new epoch starts ──")
 			after = 0
 		case ctx.Err() != nil:
 			return ctx.Err()

@@ -35,7 +35,7 @@ history shows them, until its answer (an assistant message that calls no tool), 
 			if text == "" {
 				return errors.New("the message is empty: give the text to send as the second argument")
 			}
-			t, err := o.open(cmd.Context(), args[0], needAPI)
+			t, err := o.open(cmd.Context(), args[0], needAPI|mayKube)
 			if err != nil {
 				return err
 			}
@@ -60,7 +60,7 @@ func (o *Options) send(ctx context.Context, t target, text string, wait bool, ti
 	}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	err = o.followAnswers(wctx, t, seq, newIDSet(m.ID), true, func(m *conversation.Message) error {
+	err = o.follow(wctx, t, seq, newIDSet(m.ID), true, func(m *conversation.Message) error {
 		return render.Message(o.out(), m, opts)
 	})
 	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {

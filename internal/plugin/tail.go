@@ -2,8 +2,6 @@ package plugin
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -35,7 +33,7 @@ appears as a new message).`,
 			if err != nil {
 				return err
 			}
-			return o.tail(cmd.Context(), t.api, t, lines, follow, render.Options{Full: full})
+			return o.tail(cmd.Context(), t, lines, follow, render.Options{Full: full})
 		},
 	}
 	cmd.Flags().IntVar(&lines, "lines", 10, "How many of the last messages to print first")
@@ -44,32 +42,18 @@ appears as a new message).`,
 	return cmd
 }
 
-func (o *Options) tail(ctx context.Context, api *parleyclient.Client, t target, lines int, follow bool, opts render.Options) error {
-	st, seen, err := o.printLast(ctx, api, t, lines, opts)
-	if err != nil {
+func (o *Options) tail(ctx context.Context, t target, lines int, follow bool, opts render.Options) error {
+	st, seen, err := o.printLast(ctx, t.api, t, lines, opts)
+	if err != nil || !follow {
 		return err
 	}
-	if !follow {
-		return nil
+	err = o.follow(ctx, t, st.Sequence, seen, false, func(m *conversation.Message) error {
+		return render.Message(o.out(), m, opts)
+	})
+	if ctx.Err() != nil {
+		return nil // interrupted (Ctrl-C): following ends there
 	}
-	after := st.Sequence
-	for {
-		err := api.Follow(ctx, t.ns, t.name, after, func(m conversation.Message) error {
-			if !seen.add(m.ID) {
-				return nil
-			}
-			return render.Message(o.out(), &m, opts)
-		})
-		switch {
-		case errors.Is(err, parleyclient.ErrEpochChanged):
-			_, _ = fmt.Fprintln(o.out(), "── compacted: a new epoch starts ──")
-			after = 0
-		case ctx.Err() != nil:
-			return nil //nolint:nilerr // interrupted (Ctrl-C): following ends there
-		default:
-			return o.apiError(err, t.ns, t.name)
-		}
-	}
+	return err
 }
 
 // printLast prints the last lines messages of the conversation's current epoch (all with a

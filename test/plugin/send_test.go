@@ -2,19 +2,16 @@ package plugin
 
 import (
 	"context"
-	"io"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 	"github.com/parley-dev/parley/internal/agentpod"
-	"github.com/parley-dev/parley/internal/plugin"
 	"github.com/parley-dev/parley/pkg/conversation"
 )
 
@@ -82,47 +79,6 @@ func TestSendWaitsForTheAnswer(t *testing.T) {
 	_, _, err = reader.kp(ctx, "send", "chat", "hello")
 	if err == nil || !strings.Contains(err.Error(), "writing needs create") {
 		t.Fatalf("a user without create: %v, want what to ask for", err)
-	}
-}
-
-// chat reads lines from a pipe, as from a terminal: each line is a message, the answers
-// print as they come, end of input (Ctrl-D) leaves with exit 0.
-func TestChat(t *testing.T) {
-	u := newUser(t, "get", "create")
-	u.conversation(t, "chat", nil)
-	appendMessages(t, u, "chat", twoTurns(""))
-	answerer(t, u, "chat")
-
-	in, typing := io.Pipe()
-	out, errOut := &syncBuffer{}, &syncBuffer{}
-	done := make(chan int, 1)
-	go func() {
-		done <- plugin.Execute(context.Background(), genericiooptions.IOStreams{In: in, Out: out, ErrOut: errOut},
-			[]string{"--kubeconfig", u.kubeconfig, "-n", u.ns, "chat", "chat", "--lines", "1"})
-	}()
-	eventually(t, 20*time.Second, "the greeting", func() bool { return strings.Contains(errOut.String(), "Ctrl-D leaves") })
-	if got := out.String(); !strings.Contains(got, "Two files") || strings.Contains(got, "What is in /tmp?") {
-		t.Fatalf("--lines 1 did not print the last message alone:\n%s", got)
-	}
-	_, err := io.WriteString(typing, "first question\n")
-	must(t, err)
-	eventually(t, 20*time.Second, "the first answer", func() bool { return strings.Contains(out.String(), "You said: first question") })
-	_, err = io.WriteString(typing, "\nsecond question\n")
-	must(t, err)
-	eventually(t, 20*time.Second, "the second answer", func() bool { return strings.Contains(out.String(), "You said: second question") })
-	must(t, typing.Close()) // Ctrl-D
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("chat exited %d: %s", code, errOut.String())
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("chat did not end at the end of its input")
-	}
-	got := out.String()
-	inOrder(t, got, "Two files", "Looking it up.", "◂ result notes.txt", "You said: first question", "You said: second question")
-	if strings.Contains(got, "\nuser\n") {
-		t.Fatalf("chat printed the user's own lines back:\n%s", got)
 	}
 }
 
