@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -69,8 +70,10 @@ func StartWithCRDs() (*rest.Config, func(), error) {
 }
 
 // BenchmarkMain is a TestMain for benchmarks that need a control plane: start runs only when
-// benchmarks run (-test.bench set), so `go test ./...` passes through without one.
+// benchmarks run (-test.bench set), so `go test ./...` passes through without one. The flags
+// are parsed first: start may read the package's own (-args …).
 func BenchmarkMain(m *testing.M, start func() (stop func(), err error)) {
+	flag.Parse()
 	if !benchmarking() {
 		os.Exit(m.Run())
 	}
