@@ -16,6 +16,7 @@ import (
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 	"github.com/parley-dev/parley/internal/agentpod"
 	"github.com/parley-dev/parley/internal/metrics"
+	"github.com/parley-dev/parley/test/support/podwatch"
 )
 
 // agentsPerRun: crashes go round-robin over this many Conversations, and each agent
@@ -32,11 +33,11 @@ const agentsPerRun = 10
 func BenchmarkCrashToNewPod(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w, err := watchPods(ctx)
+	w, err := podwatch.Start(ctx, env.Clientset.CoreV1().Pods(namespace))
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer w.stop()
+	defer w.Stop()
 	metricBefore := histogram()
 
 	b.StopTimer()
@@ -73,13 +74,13 @@ type sample struct {
 func (s sample) latency() time.Duration { return s.arrived.Sub(s.t0) }
 
 // crashOnce writes the crash and waits for the next pod: the timed part.
-func crashOnce(ctx context.Context, b *testing.B, a *agent, w *podWatch) sample {
+func crashOnce(ctx context.Context, b *testing.B, a *agent, w *podwatch.Watch) sample {
 	b.Helper()
 	b.StopTimer()
 	pod := a.pod(ctx, b, a.attempt)
 	crashed(pod)
 	next := agentpod.PodName(a.conv.Name, a.attempt+1)
-	arrival := w.expect(next)
+	arrival := w.Expect(next)
 	s := sample{conv: a.conv.Name, pod: next, checkpoint: a.crashCheckpoint(), bundle: a.bundleName(a.attempt + 1)}
 	b.StartTimer()
 	s.t0 = time.Now()

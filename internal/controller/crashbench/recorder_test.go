@@ -8,7 +8,10 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+
+	"github.com/parley-dev/parley/test/support/kubeenv"
 )
 
 // apiCall is one request the manager sent to the API server (watches are not calls: they
@@ -125,7 +128,10 @@ func classify(req *http.Request) (verb, resource, name string) {
 }
 
 // decoder reads the bodies of creates: JSON (custom resources) or protobuf (built-in types).
-var decoder = serializer.NewCodecFactory(scheme).UniversalDeserializer()
+var decoder = func() runtime.Decoder {
+	scheme, _ := kubeenv.NewScheme()
+	return serializer.NewCodecFactory(scheme).UniversalDeserializer()
+}()
 
 // bodyName reads metadata.name from a create without consuming the request's body.
 func bodyName(req *http.Request) string {

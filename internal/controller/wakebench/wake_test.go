@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,12 +12,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 	"github.com/parley-dev/parley/internal/agentpod"
 	"github.com/parley-dev/parley/pkg/conversation"
+	"github.com/parley-dev/parley/test/support/podwatch"
 )
 
 // agentsPerRun: wakes go round-robin over this many Conversations, so a Conversation's
@@ -41,10 +40,11 @@ const settleTime = 300 * time.Millisecond
 func BenchmarkWake(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	pods, err := watchPods(ctx)
+	pods, err := podwatch.Start(ctx, env.Clientset.CoreV1().Pods(namespace))
 	if err != nil {
 		b.Fatal(err)
 	}
+	defer pods.Stop()
 	b.StopTimer()
 	agents := make([]*agent, 0, agentsPerRun)
 	lat := make([]time.Duration, 0, b.N)
@@ -73,7 +73,7 @@ type agent struct {
 	turn    int
 }
 
-func newAgent(ctx context.Context, b *testing.B, pods *podWatch) *agent {
+func newAgent(ctx context.Context, b *testing.B, pods *podwatch.Watch) *agent {
 	b.Helper()
 	conv := &parleyv1alpha1.Conversation{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, GenerateName: "wake-"},
@@ -85,11 +85,11 @@ func newAgent(ctx context.Context, b *testing.B, pods *podWatch) *agent {
 			},
 		},
 	}
-	if err := harness.Create(ctx, conv); err != nil {
+	if err := env.Harness.Create(ctx, conv); err != nil {
 		b.Fatal(err)
 	}
 	a := &agent{conv: conv, attempt: 1}
-	<-pods.expect(agentpod.PodName(conv.Name, 1))
+	<-pods.Expect(agentpod.PodName(conv.Name, 1))
 	a.say(ctx, b, conversation.RoleUser)
 	a.answerAndSleep(ctx, b, pods)
 	return a
@@ -97,10 +97,10 @@ func newAgent(ctx context.Context, b *testing.B, pods *podWatch) *agent {
 
 // wake appends a person's message and returns the time from its acknowledgement to the new
 // pod's arrival: the timed part.
-func (a *agent) wake(ctx context.Context, b *testing.B, pods *podWatch) time.Duration {
+func (a *agent) wake(ctx context.Context, b *testing.B, pods *podwatch.Watch) time.Duration {
 	b.Helper()
 	a.attempt++
-	arrived := pods.expect(agentpod.PodName(a.conv.Name, a.attempt))
+	arrived := pods.Expect(agentpod.PodName(a.conv.Name, a.attempt))
 	b.StartTimer()
 	acked := a.say(ctx, b, conversation.RoleUser)
 	select {
@@ -115,11 +115,11 @@ func (a *agent) wake(ctx context.Context, b *testing.B, pods *podWatch) time.Dur
 
 // answerAndSleep reports the current pod Running, appends the agent's answer and waits until
 // the Session API's view of the Conversation (the manager's cache) shows the agent asleep.
-func (a *agent) answerAndSleep(ctx context.Context, b *testing.B, pods *podWatch) {
+func (a *agent) answerAndSleep(ctx context.Context, b *testing.B, pods *podwatch.Watch) {
 	b.Helper()
-	<-pods.expect(agentpod.PodName(a.conv.Name, a.attempt))
+	<-pods.Expect(agentpod.PodName(a.conv.Name, a.attempt))
 	pod := &corev1.Pod{}
-	if err := harness.Get(ctx, client.ObjectKey{Namespace: namespace, Name: agentpod.PodName(a.conv.Name, a.attempt)}, pod); err != nil {
+	if err := env.Harness.Get(ctx, client.ObjectKey{Namespace: namespace, Name: agentpod.PodName(a.conv.Name, a.attempt)}, pod); err != nil {
 		b.Fatal(err)
 	}
 	pod.Status.Phase = corev1.PodRunning
@@ -127,7 +127,7 @@ func (a *agent) answerAndSleep(ctx context.Context, b *testing.B, pods *podWatch
 		Name: "agent", Image: "example.com/agent:1", ImageID: "sha256:1", Ready: true,
 		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}},
 	}}
-	if err := harness.Status().Update(ctx, pod); err != nil {
+	if err := env.Harness.Status().Update(ctx, pod); err != nil {
 		b.Fatal(err)
 	}
 	a.say(ctx, b, conversation.RoleAssistant)
@@ -135,7 +135,7 @@ func (a *agent) answerAndSleep(ctx context.Context, b *testing.B, pods *podWatch
 	for {
 		seen := &parleyv1alpha1.Conversation{}
 		if err := cached.Get(ctx, client.ObjectKeyFromObject(a.conv), seen); err == nil && seen.AgentAsleep() &&
-			seen.Status.Agent.Attempt == a.attempt && apierrors.IsNotFound(harness.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{})) {
+			seen.Status.Agent.Attempt == a.attempt && apierrors.IsNotFound(env.Harness.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{})) {
 			// The reconciles the suspension caused (its pod's deletion) are over before the
 			// next wake: one of them must not be what starts the next pod.
 			time.Sleep(settleTime)
@@ -170,53 +170,6 @@ func (a *agent) say(ctx context.Context, b *testing.B, role conversation.Role) t
 		a.turn--
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// podWatch timestamps the arrival of each new pod in the namespace.
-type podWatch struct {
-	mu      sync.Mutex
-	arrived map[string]time.Time
-	waiting map[string][]chan time.Time
-}
-
-func watchPods(ctx context.Context) (*podWatch, error) {
-	w, err := harness.Watch(ctx, &corev1.PodList{}, client.InNamespace(namespace))
-	if err != nil {
-		return nil, err
-	}
-	pw := &podWatch{arrived: map[string]time.Time{}, waiting: map[string][]chan time.Time{}}
-	go func() {
-		defer w.Stop()
-		for ev := range w.ResultChan() {
-			if pod, ok := ev.Object.(*corev1.Pod); ok && ev.Type == watch.Added {
-				pw.add(pod.Name, time.Now())
-			}
-		}
-	}()
-	return pw, nil
-}
-
-func (w *podWatch) add(name string, at time.Time) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.arrived[name] = at
-	for _, ch := range w.waiting[name] {
-		ch <- at
-	}
-	delete(w.waiting, name)
-}
-
-// expect returns a channel that receives the arrival time of pod name (at once if it came).
-func (w *podWatch) expect(name string) <-chan time.Time {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	if at, ok := w.arrived[name]; ok {
-		ch <- at
-		return ch
-	}
-	w.waiting[name] = append(w.waiting[name], ch)
-	return ch
 }
 
 func percentile(d []time.Duration, p float64) time.Duration {
