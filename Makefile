@@ -190,6 +190,11 @@ bench-wake: envtest ## Idle agent woken by a message: append acknowledged to new
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" \
 		$(GO) test ./internal/controller/wakebench -run '^$$' -bench Wake -benchtime $(WAKE_BENCH_WAKES)x -v -timeout 30m
 
+.PHONY: bench-wake-scale
+bench-wake-scale: envtest ## 1,000 Conversations with sleeping agents against the manager process on envtest, 100 woken at once (PARLEY_SCALE_ASLEEP, PARLEY_SCALE_WAKE; see docs/benchmarks.md).
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" PARLEY_SCALE=1 \
+		$(GO) test ./test/scale -run '^$$' -bench WakeAtOnce -benchtime 1x -timeout 30m -v
+
 ##@ Build
 
 .PHONY: build

@@ -21,6 +21,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -43,9 +44,12 @@ const (
 	mib = 1 << 20
 )
 
-// settings are the benchmark's knobs, from the environment (see `make bench-scale`).
+// settings are the benchmarks' knobs, from the environment (see `make bench-scale`,
+// `make bench-wake-scale`).
 type settings struct {
 	n           int           // PARLEY_SCALE_N: Conversations
+	asleep      int           // PARLEY_SCALE_ASLEEP: Conversations with sleeping agents (BenchmarkWakeAtOnce)
+	wake        int           // PARLEY_SCALE_WAKE: of those, woken at once
 	workers     int           // PARLEY_SCALE_WORKERS: parallel creates
 	expireAfter time.Duration // PARLEY_SCALE_EXPIRE_AFTER: first expiry, after creation starts
 	spread      time.Duration // PARLEY_SCALE_SPREAD: expiries spread over this window
@@ -59,15 +63,20 @@ type settings struct {
 }
 
 func loadSettings(b *testing.B) settings {
+	if os.Getenv("PARLEY_SCALE") != "1" {
+		b.Skip("the scale benchmarks run only with PARLEY_SCALE=1 (make bench-scale, make bench-wake-scale)")
+	}
 	s := settings{
-		n: 10000, workers: 8, expireAfter: 300 * time.Second, spread: 60 * time.Second,
+		n: 10000, asleep: 1000, wake: 100, workers: 8, expireAfter: 300 * time.Second, spread: 60 * time.Second,
 		timeout: 15 * time.Minute, scrapeEvery: 15 * time.Second,
 		managerArgs: strings.Fields(os.Getenv("PARLEY_SCALE_MANAGER_ARGS")),
 		dir:         os.Getenv("PARLEY_SCALE_DIR"),
 		src:         os.Getenv("PARLEY_SCALE_SRC"),
 		onlyA:       os.Getenv("PARLEY_SCALE_PHASES") == "a",
 	}
-	for env, p := range map[string]*int{"PARLEY_SCALE_N": &s.n, "PARLEY_SCALE_WORKERS": &s.workers} {
+	for env, p := range map[string]*int{
+		"PARLEY_SCALE_N": &s.n, "PARLEY_SCALE_ASLEEP": &s.asleep, "PARLEY_SCALE_WAKE": &s.wake, "PARLEY_SCALE_WORKERS": &s.workers,
+	} {
 		if v := os.Getenv(env); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil || n <= 0 {
@@ -167,6 +176,7 @@ type bench struct {
 	s       settings
 	kube    *rest.Config
 	c       client.Client
+	scheme  *runtime.Scheme
 	hc      *http.Client // the manager's metrics
 	apiHC   *http.Client // the API server's metrics
 	mgr     *managerProcess
@@ -188,62 +198,10 @@ type bench struct {
 //
 // It runs once whatever b.N is and only with PARLEY_SCALE=1: `make bench-scale`.
 func BenchmarkConversations10k(b *testing.B) {
-	if os.Getenv("PARLEY_SCALE") != "1" {
-		b.Skip("the scale benchmark runs only with PARLEY_SCALE=1 (make bench-scale)")
-	}
 	s := loadSettings(b)
-	logf.SetLogger(logr.Discard()) // envtest and the harness's cache; the manager logs to its own file
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-
-	root := s.src
-	if root == "" {
-		var err error
-		if root, err = repopath.Root(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.Logf("machine: %s; load average at start %s", machine(), loadAvg())
-	b.Logf("building the manager (go build ./cmd/manager) into %s", s.dir)
-	if rev, err := exec.Command("git", "-C", root, "describe", "--always", "--dirty").Output(); err == nil {
-		b.Logf("source: %s at %s", root, strings.TrimSpace(string(rev)))
-	} else {
-		b.Logf("source: %s", root)
-	}
-	bin, err := managerproc.Build(root, s.dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-
-	kube, stopEnv, err := kubeenv.Start()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer stopEnv()
-	if err := kubeenv.InstallCRDs(kube, root); err != nil {
-		b.Fatal(err)
-	}
-	c, scheme, err := kubeenv.NewClient(kube)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
-		b.Fatal(err)
-	}
-	apiHC, err := rest.HTTPClientFor(kube)
-	if err != nil {
-		b.Fatal(err)
-	}
-	bn := &bench{
-		b: b, s: s, kube: kube, c: c, hc: &http.Client{}, apiHC: apiHC,
-		pids: map[string]int{"etcd": benchcpu.ChildPID("etcd"), "kube-apiserver": benchcpu.ChildPID("kube-apiserver"), "harness": os.Getpid()},
-	}
-
-	kubeconfig := filepath.Join(s.dir, "kubeconfig")
-	if err := kubeenv.WriteKubeconfig(kubeconfig, kube, ""); err != nil {
-		b.Fatal(err)
-	}
-	extra := s.managerArgs
+	var flags []string
 	pprofURL := ""
 	if s.profile > 0 {
 		port, err := managerproc.FreePort()
@@ -251,24 +209,16 @@ func BenchmarkConversations10k(b *testing.B) {
 			b.Fatal(err)
 		}
 		pprofURL = fmt.Sprintf("http://127.0.0.1:%d", port)
-		extra = append([]string{"--pprof-bind-address=127.0.0.1:" + strconv.Itoa(port)}, extra...)
+		flags = append(flags, "--pprof-bind-address=127.0.0.1:"+strconv.Itoa(port))
 	}
-	mgr, args, err := startManager(bin, kubeconfig, filepath.Join(s.dir, "manager.log"), extra)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer mgr.stop()
-	bn.mgr = mgr
-	bn.pids["manager"] = mgr.PID()
-	b.Logf("manager: %s %s (log %s)", bin, strings.Join(args, " "), mgr.logPath)
-	if err := mgr.waitReady(ctx, bn.hc); err != nil {
-		b.Fatal(err)
-	}
+	bn, stop := setUp(ctx, b, s, flags)
+	defer stop()
+	mgr := bn.mgr
 
 	// The harness's own watch: when each Conversation was first seen available and expired.
 	tr := newTracker(s.n)
-	hcache, err := cache.New(kube, cache.Options{
-		Scheme: scheme, DefaultNamespaces: map[string]cache.Config{namespace: {}},
+	hcache, err := cache.New(bn.kube, cache.Options{
+		Scheme: bn.scheme, DefaultNamespaces: map[string]cache.Config{namespace: {}},
 		DefaultTransform: cache.TransformStripManagedFields(),
 	})
 	if err != nil {
@@ -366,6 +316,82 @@ waitA:
 	snapB := bn.snapshot(ctx)
 	bn.reportB(ctx, snapA, snapB, tr)
 	b.Logf("load average at end %s", loadAvg())
+}
+
+// setUp runs a scale benchmark's processes: it builds the manager of the tree under test
+// (PARLEY_SCALE_SRC, default this repository), starts envtest with that tree's CRDs and the
+// namespace, and runs the manager binary against it with flags and then PARLEY_SCALE_MANAGER_ARGS
+// (which win), until its controller runs. stop ends what it started.
+func setUp(ctx context.Context, b *testing.B, s settings, flags []string) (bn *bench, stop func()) {
+	logf.SetLogger(logr.Discard()) // envtest and the harness's cache; the manager logs to its own file
+	var stops []func()
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	fail := func(err error) {
+		stop()
+		b.Fatal(err)
+	}
+	root := s.src
+	if root == "" {
+		var err error
+		if root, err = repopath.Root(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Logf("machine: %s; load average at start %s", machine(), loadAvg())
+	b.Logf("building the manager (go build ./cmd/manager) into %s", s.dir)
+	if rev, err := exec.Command("git", "-C", root, "describe", "--always", "--dirty").Output(); err == nil {
+		b.Logf("source: %s at %s", root, strings.TrimSpace(string(rev)))
+	} else {
+		b.Logf("source: %s", root)
+	}
+	bin, err := managerproc.Build(root, s.dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	kube, stopEnv, err := kubeenv.Start()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stops = append(stops, stopEnv)
+	if err := kubeenv.InstallCRDs(kube, root); err != nil {
+		fail(err)
+	}
+	c, scheme, err := kubeenv.NewClient(kube)
+	if err != nil {
+		fail(err)
+	}
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
+		fail(err)
+	}
+	apiHC, err := rest.HTTPClientFor(kube)
+	if err != nil {
+		fail(err)
+	}
+	bn = &bench{
+		b: b, s: s, kube: kube, c: c, scheme: scheme, hc: &http.Client{}, apiHC: apiHC,
+		pids: map[string]int{"etcd": benchcpu.ChildPID("etcd"), "kube-apiserver": benchcpu.ChildPID("kube-apiserver"), "harness": os.Getpid()},
+	}
+	kubeconfig := filepath.Join(s.dir, "kubeconfig")
+	if err := kubeenv.WriteKubeconfig(kubeconfig, kube, ""); err != nil {
+		fail(err)
+	}
+	mgr, args, err := startManager(bin, kubeconfig, filepath.Join(s.dir, "manager.log"), append(flags, s.managerArgs...))
+	if err != nil {
+		fail(err)
+	}
+	stops = append(stops, mgr.stop)
+	bn.mgr = mgr
+	bn.pids["manager"] = mgr.PID()
+	b.Logf("manager: %s %s (log %s)", bin, strings.Join(args, " "), mgr.logPath)
+	if err := mgr.waitReady(ctx, bn.hc); err != nil {
+		fail(err)
+	}
+	return bn, stop
 }
 
 // createAll creates the Conversations with s.workers workers and returns when each create
