@@ -2,7 +2,9 @@ package scale
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -71,6 +73,10 @@ func BenchmarkWakeAtOnce(b *testing.B) {
 	apiURL := fmt.Sprintf("http://127.0.0.1:%d", port)
 	bn, stop := setUp(ctx, b, s, []string{
 		"--session-api-bind-address=127.0.0.1:" + strconv.Itoa(port), "--session-api-insecure", "--agent-api-url=" + apiURL,
+		// The people all come from this process's address, where in a cluster each has their
+		// own (or the API server authenticates them, through aggregation): the bound on the
+		// tokens one address may bring would throttle the harness, not the wakes.
+		"--session-api-source-review-rate=" + strconv.Itoa(10*s.wake),
 	})
 	defer stop()
 	go bn.sampleRSS(ctx)
@@ -268,20 +274,53 @@ func textMessage(id string, role conversation.Role, text string) conversation.Me
 
 // appendUntil appends msgs, sending them again after a refusal (the history not created yet,
 // a limit) until deadline; refused counts the refusals when not nil.
-func appendUntil(ctx context.Context, p person, name string, msgs []conversation.Message, deadline time.Time, refused *atomic.Int64) error {
+func appendUntil(ctx context.Context, p person, name string, msgs []conversation.Message, deadline time.Time, refused *refusals) error {
 	for {
 		_, err := p.api.Append(ctx, namespace, name, msgs)
 		if err == nil {
 			return nil
 		}
 		if refused != nil {
-			refused.Add(1)
+			refused.note(err)
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return fmt.Errorf("appending to %s as %s: %w", name, p.name, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// refusals counts refused appends by HTTP status (0: no answer).
+type refusals struct {
+	mu       sync.Mutex
+	byStatus map[int]int
+}
+
+func (r *refusals) note(err error) {
+	status := 0
+	if p, ok := errors.AsType[*wire.Problem](err); ok {
+		status = p.Status
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.byStatus == nil {
+		r.byStatus = map[int]int{}
+	}
+	r.byStatus[status]++
+}
+
+func (r *refusals) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.byStatus) == 0 {
+		return "none"
+	}
+	codes := slices.Sorted(maps.Keys(r.byStatus))
+	parts := make([]string, len(codes))
+	for i, c := range codes {
+		parts[i] = fmt.Sprintf("%d × %d", r.byStatus[c], c)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // wake is one message of the burst and what became of it.
@@ -296,15 +335,14 @@ func (w wake) latency() time.Duration { return w.arrived.Sub(w.acked) }
 type woken struct {
 	start   time.Time
 	wakes   []wake
-	refused int64
+	refused *refusals
 }
 
 // wakeAtOnce wakes n of the asleep Conversations, spread over them, person i waking the i-th:
 // all goroutines wait at one gate, then each appends its message and waits for the pod.
 func wakeAtOnce(ctx context.Context, b *testing.B, people []person, pods *podwatch.Watch, asleep, n int) woken {
 	gate := make(chan struct{})
-	out := woken{wakes: make([]wake, n)}
-	var refused atomic.Int64
+	out := woken{wakes: make([]wake, n), refused: &refusals{}}
 	var failed atomic.Value
 	var wg sync.WaitGroup
 	for i := range n {
@@ -314,7 +352,7 @@ func wakeAtOnce(ctx context.Context, b *testing.B, people []person, pods *podwat
 			<-gate
 			w := wake{conv: name, sent: time.Now()}
 			msg := textMessage("u2", conversation.RoleUser, "And the ones before?")
-			if err := appendUntil(ctx, people[i], name, []conversation.Message{msg}, time.Now().Add(time.Minute), &refused); err != nil {
+			if err := appendUntil(ctx, people[i], name, []conversation.Message{msg}, time.Now().Add(time.Minute), out.refused); err != nil {
 				failed.Store(err)
 				return
 			}
@@ -336,7 +374,6 @@ func wakeAtOnce(ctx context.Context, b *testing.B, people []person, pods *podwat
 	if err, _ := failed.Load().(error); err != nil {
 		b.Fatal(err)
 	}
-	out.refused = refused.Load()
 	return out
 }
 
@@ -357,7 +394,7 @@ func (bn *bench) reportWakes(w woken, before, after snapshot) {
 	total := last.Sub(w.start)
 	b.Logf("%d woken at once: acknowledged → pod created p50 %s, p99 %s, max %s; all %d pods %s after the burst began",
 		n, p50, p99, pmax, n, total.Round(time.Millisecond))
-	b.Logf("    the appends (sent → acknowledged): p50 %s, p99 %s, max %s; %d refused and sent again", a50, a99, amax, w.refused)
+	b.Logf("    the appends (sent → acknowledged): p50 %s, p99 %s, max %s; refused and sent again: %s", a50, a99, amax, w.refused)
 	displacement, firstTenth, lastTenth := fairness(w.wakes)
 	b.Logf("    fairness: a pod's place in the order of arrivals strays at most %d places from its message's among the acknowledgements; "+
 		"mean latency of the first tenth acknowledged %s, of the last tenth %s", displacement, firstTenth.Round(time.Millisecond), lastTenth.Round(time.Millisecond))
