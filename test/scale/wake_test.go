@@ -398,6 +398,7 @@ func (bn *bench) reportWakes(w woken, before, after snapshot) {
 	displacement, firstTenth, lastTenth := fairness(w.wakes)
 	b.Logf("    fairness: a pod's place in the order of arrivals strays at most %d places from its message's among the acknowledgements; "+
 		"mean latency of the first tenth acknowledged %s, of the last tenth %s", displacement, firstTenth.Round(time.Millisecond), lastTenth.Round(time.Millisecond))
+	b.Logf("    each pod's arrival after the burst began, in the order the messages were acknowledged, in tenths of a second: %s", arrivalsByAck(w))
 	bs := after.mgr.Histogram("parley_agent_wake_seconds")
 	prev := before.mgr.Histogram("parley_agent_wake_seconds")
 	for i := range bs {
@@ -446,6 +447,18 @@ func fairness(wakes []wake) (maxDisplacement int, firstTenth, lastTenth time.Dur
 		return sum / time.Duration(len(ws))
 	}
 	return maxDisplacement, mean(byAck[:tenth]), mean(byAck[n-tenth:])
+}
+
+// arrivalsByAck lists each pod's arrival after the burst's start, in tenths of a second, in
+// the order the messages were acknowledged: a FIFO shows a rising staircase.
+func arrivalsByAck(w woken) string {
+	byAck := slices.Clone(w.wakes)
+	slices.SortFunc(byAck, func(a, b wake) int { return a.acked.Compare(b.acked) })
+	out := make([]string, len(byAck))
+	for i, wk := range byAck {
+		out[i] = strconv.Itoa(int(wk.arrived.Sub(w.start) / (100 * time.Millisecond)))
+	}
+	return strings.Join(out, " ")
 }
 
 // asleepWatch follows which of the namespace's agents sleep, through the harness's cache.
