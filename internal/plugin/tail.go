@@ -51,7 +51,7 @@ func (o *Options) tail(ctx context.Context, t target, lines int, follow bool, op
 		return render.Message(o.out(), m, opts)
 	})
 	if ctx.Err() != nil {
-		return nil // interrupted (Ctrl-C): following ends there
+		return nil //nolint:nilerr // interrupted (Ctrl-C): following ends there
 	}
 	return err
 }

@@ -324,7 +324,7 @@ waitA:
 // (which win), until its controller runs. stop ends what it started.
 func setUp(ctx context.Context, b *testing.B, s settings, flags []string) (bn *bench, stop func()) {
 	logf.SetLogger(logr.Discard()) // envtest and the harness's cache; the manager logs to its own file
-	var stops []func()
+	stops := make([]func(), 0, 2)
 	stop = func() {
 		for i := len(stops) - 1; i >= 0; i-- {
 			stops[i]()
