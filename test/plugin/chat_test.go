@@ -18,6 +18,30 @@ import (
 	"github.com/parley-dev/parley/pkg/conversation"
 )
 
+// idleAgent gives a Conversation an agent (its pods never run: envtest has no kubelet) that
+// sleeps a second after it answered.
+func idleAgent(s *parleyv1alpha1.ConversationSpec) {
+	s.Agent = &parleyv1alpha1.AgentSpec{
+		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "example.com/agent:1"}}}},
+		Idle:     &parleyv1alpha1.IdleSpec{SuspendAfter: metav1.Duration{Duration: time.Second}},
+	}
+}
+
+// sleepingAgent creates a Conversation with an idleAgent whose first turn is answered ("hello",
+// "hi") and waits until the agent sleeps.
+func (u *user) sleepingAgent(t *testing.T, name string) *parleyv1alpha1.Conversation {
+	t.Helper()
+	conv := u.conversation(t, name, idleAgent)
+	appendMessages(t, u, name, []conversation.Message{
+		msg("u1", conversation.RoleUser, text("hello")), msg("a1", conversation.RoleAssistant, text("hi")),
+	})
+	eventually(t, 30*time.Second, "the agent of "+name+" asleep", func() bool {
+		got := &parleyv1alpha1.Conversation{}
+		return env.admin.Get(context.Background(), client.ObjectKeyFromObject(conv), got) == nil && got.AgentAsleep()
+	})
+	return conv
+}
+
 // chatSession is kubectl parley chat running as a user, its input a pipe as from a terminal.
 type chatSession struct {
 	typing      *io.PipeWriter
@@ -100,21 +124,7 @@ func TestChat(t *testing.T) {
 func TestChatWakesASleepingAgent(t *testing.T) {
 	ctx := context.Background()
 	u := newUser(t, "get", "create")
-	conv := u.conversation(t, "sleepy", func(s *parleyv1alpha1.ConversationSpec) {
-		s.Agent = &parleyv1alpha1.AgentSpec{
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "example.com/agent:1"}}}},
-			Idle:     &parleyv1alpha1.IdleSpec{SuspendAfter: metav1.Duration{Duration: time.Second}},
-		}
-	})
-	appendMessages(t, u, "sleepy", []conversation.Message{
-		msg("u1", conversation.RoleUser, text("hello")), msg("a1", conversation.RoleAssistant, text("hi")),
-	})
-	get := func() *parleyv1alpha1.Conversation {
-		got := &parleyv1alpha1.Conversation{}
-		must(t, env.admin.Get(ctx, client.ObjectKeyFromObject(conv), got))
-		return got
-	}
-	eventually(t, 30*time.Second, "the agent asleep", func() bool { return get().AgentAsleep() })
+	conv := u.sleepingAgent(t, "sleepy")
 	answerer(t, u, "sleepy")
 
 	c := u.chat("sleepy")
@@ -129,7 +139,9 @@ func TestChatWakesASleepingAgent(t *testing.T) {
 	eventually(t, 20*time.Second, "the answer", func() bool { return strings.Contains(c.out.String(), "You said: wake up") })
 	c.leave(t)
 	inOrder(t, c.out.String(), "hi", "Looking it up.", "▸ Bash", "◂ result notes.txt", "You said: wake up")
-	if got := get(); got.Status.Agent == nil || got.Status.Agent.Restarts != 0 {
+	got := &parleyv1alpha1.Conversation{}
+	must(t, env.admin.Get(ctx, client.ObjectKeyFromObject(conv), got))
+	if got.Status.Agent == nil || got.Status.Agent.Restarts != 0 {
 		t.Fatalf("the wake counted restarts: %+v", got.Status.Agent)
 	}
 }

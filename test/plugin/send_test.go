@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
@@ -87,12 +86,7 @@ func TestSendWaitsForTheAnswer(t *testing.T) {
 func TestSendWakesAnIdleAgent(t *testing.T) {
 	ctx := context.Background()
 	u := newUser(t, "get", "create")
-	conv := u.conversation(t, "sleepy", func(s *parleyv1alpha1.ConversationSpec) {
-		s.Agent = &parleyv1alpha1.AgentSpec{
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "example.com/agent:1"}}}},
-			Idle:     &parleyv1alpha1.IdleSpec{SuspendAfter: metav1.Duration{Duration: time.Second}},
-		}
-	})
+	conv := u.conversation(t, "sleepy", idleAgent)
 	answerer(t, u, "sleepy")
 	_, _, err := u.kp(ctx, "send", "sleepy", "hello", "--wait")
 	must(t, err)

@@ -12,13 +12,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 	"github.com/parley-dev/parley/internal/agentpod"
 	"github.com/parley-dev/parley/internal/bundle"
-	"github.com/parley-dev/parley/pkg/conversation"
 	"github.com/parley-dev/parley/test/support/repopath"
 )
 
@@ -29,19 +26,7 @@ import (
 func TestTestAgentAnswersTheMessageThatWokeIt(t *testing.T) {
 	ctx := context.Background()
 	u := newUser(t, "get", "create")
-	u.conversation(t, "talker", func(s *parleyv1alpha1.ConversationSpec) {
-		s.Agent = &parleyv1alpha1.AgentSpec{
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "example.com/agent:1"}}}},
-			Idle:     &parleyv1alpha1.IdleSpec{SuspendAfter: metav1.Duration{Duration: time.Second}},
-		}
-	})
-	appendMessages(t, u, "talker", []conversation.Message{
-		msg("u1", conversation.RoleUser, text("hello")), msg("a1", conversation.RoleAssistant, text("hi")),
-	})
-	eventually(t, 30*time.Second, "the agent asleep", func() bool {
-		c := &parleyv1alpha1.Conversation{}
-		return env.admin.Get(ctx, client.ObjectKey{Namespace: u.ns, Name: "talker"}, c) == nil && c.AgentAsleep()
-	})
+	u.sleepingAgent(t, "talker")
 	_, _, err := u.kp(ctx, "send", "talker", "wake up")
 	must(t, err)
 

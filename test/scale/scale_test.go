@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -399,39 +400,29 @@ func setUp(ctx context.Context, b *testing.B, s settings, flags []string) (bn *b
 func (bn *bench) createAll(ctx context.Context, expiryBase time.Time) ([]time.Time, error) {
 	s := bn.s
 	createdAt := make([]time.Time, s.n)
-	jobs := make(chan int)
-	errs := make(chan error, s.workers)
-	var wg sync.WaitGroup
-	for range s.workers {
-		wg.Go(func() {
-			for i := range jobs {
-				at := expiryBase.Add(time.Duration(int64(i) * int64(s.spread) / int64(s.n))).Truncate(time.Second)
-				if err := bn.create(ctx, i, at); err != nil {
-					errs <- err
-					return
-				}
-				createdAt[i] = time.Now()
-			}
-		})
-	}
-	var err error
-feed:
-	for i := range s.n {
-		select {
-		case jobs <- i:
-		case err = <-errs:
-			break feed
+	err := inParallel(ctx, s.n, s.workers, func(ctx context.Context, i int) error {
+		at := expiryBase.Add(time.Duration(int64(i) * int64(s.spread) / int64(s.n))).Truncate(time.Second)
+		if err := bn.create(ctx, i, at); err != nil {
+			return err
 		}
-	}
-	close(jobs)
-	wg.Wait()
-	if err == nil {
-		select {
-		case err = <-errs:
-		default:
-		}
-	}
+		createdAt[i] = time.Now()
+		return nil
+	})
 	return createdAt, err
+}
+
+// inParallel calls do for 0 … n-1 on at most workers goroutines and returns the first error;
+// once one failed, no further call starts.
+func inParallel(ctx context.Context, n, workers int, do func(ctx context.Context, i int) error) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	for i := range n {
+		if ctx.Err() != nil {
+			break
+		}
+		g.Go(func() error { return do(ctx, i) })
+	}
+	return g.Wait()
 }
 
 func convName(i int) string { return fmt.Sprintf("conv-%05d", i) }

@@ -213,37 +213,9 @@ func sleeperName(i int) string { return fmt.Sprintf("sleeper-%04d", i) }
 // as its history exists, with s.workers workers. The pods are never reported running: a
 // Pending pod is stopped like a running one.
 func (bn *bench) putToSleep(ctx context.Context, people []person) error {
-	jobs := make(chan int)
-	errs := make(chan error, bn.s.workers)
-	var wg sync.WaitGroup
-	for range bn.s.workers {
-		wg.Go(func() {
-			for i := range jobs {
-				if err := bn.sleeper(ctx, i, people[i%len(people)]); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	var err error
-feed:
-	for i := range bn.s.asleep {
-		select {
-		case jobs <- i:
-		case err = <-errs:
-			break feed
-		}
-	}
-	close(jobs)
-	wg.Wait()
-	if err == nil {
-		select {
-		case err = <-errs:
-		default:
-		}
-	}
-	return err
+	return inParallel(ctx, bn.s.asleep, bn.s.workers, func(ctx context.Context, i int) error {
+		return bn.sleeper(ctx, i, people[i%len(people)])
+	})
 }
 
 func (bn *bench) sleeper(ctx context.Context, i int, p person) error {
