@@ -10,6 +10,9 @@ import (
 // decision reads it. Status keeps whole seconds (metav1.Time), so the time is truncated as
 // its serialisation would: a write from this reconcile is then compared with what it stores.
 func applyActivity(s *conversationScope, at time.Time) {
+	if at.After(s.activityAt) {
+		s.activityAt = at
+	}
 	at = at.Truncate(time.Second)
 	if last := s.status.LastActivityTime; last != nil && !at.After(last.Time) {
 		return

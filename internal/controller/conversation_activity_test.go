@@ -4,9 +4,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+	"github.com/parley-dev/parley/internal/metrics"
 )
 
 func TestApplyActivityMovesLastActivityForwardOnly(t *testing.T) {
@@ -35,4 +38,27 @@ func TestApplyActivityMovesLastActivityForwardOnly(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The wake latency counts from the exact activity, not from status's whole seconds: a wake
+// 100 ms after a message at .900 would otherwise read as a second.
+func TestObserveWakeCountsFromTheExactActivity(t *testing.T) {
+	sent := time.Date(2026, 11, 25, 10, 0, 5, 900_000_000, time.UTC)
+	s := newConversationScope(&parleyv1alpha1.Conversation{}, sent)
+	applyActivity(s, sent)
+	s.agentStarted = startWake
+	before := histogramSum(t, metrics.WakeLatency)
+	observeWake(s, sent.Add(100*time.Millisecond))
+	if got := histogramSum(t, metrics.WakeLatency) - before; got < 0.099 || got > 0.101 {
+		t.Errorf("wake observed as %.3f s, want 0.100 s", got)
+	}
+}
+
+func histogramSum(t *testing.T, h prometheus.Histogram) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := h.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleSum()
 }

@@ -116,8 +116,15 @@ func setAsleep(s *conversationScope) {
 // observeWake counts a woken agent once its status is written: the wake latency runs from the
 // activity that woke it (the append, as handed over or patched) to the new pod's creation.
 func observeWake(s *conversationScope, now time.Time) {
-	if s.agentStarted != startWake || s.status.LastActivityTime == nil {
+	if s.agentStarted != startWake {
 		return
 	}
-	metrics.WakeLatency.Observe(max(now.Sub(s.status.LastActivityTime.Time), 0).Seconds())
+	from := s.activityAt
+	if from.IsZero() {
+		if s.status.LastActivityTime == nil {
+			return
+		}
+		from = s.status.LastActivityTime.Time
+	}
+	metrics.WakeLatency.Observe(max(now.Sub(from), 0).Seconds())
 }

@@ -47,6 +47,9 @@ type conversationScope struct {
 	// counts nothing.
 	agentStarted   agentStart
 	restartedAfter time.Time
+	// activityAt is the exact time of the activity handed off this reconcile: status keeps
+	// whole seconds, which would make a wake look up to a second slower than it was.
+	activityAt time.Time
 
 	events []pendingEvent
 	// historyCreated names where this reconcile created and initialised the history.
