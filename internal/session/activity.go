@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	crhandler "sigs.k8s.io/controller-runtime/pkg/handler"
@@ -73,7 +74,7 @@ type Activity struct {
 	handed  map[types.NamespacedName]handOff
 	wakes   chan event.GenericEvent
 	// woken queues the conversations whose sleeping agent an append wakes (Wake).
-	woken *wakeQueue
+	woken workqueue.TypedInterface[types.NamespacedName]
 }
 
 // handOff is activity waiting for the controller: the latest time, when it was first handed,

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
@@ -25,21 +26,27 @@ const wakeConcurrency = 8
 // workers, so many at once are bounded and none waits behind a later one. Call it after the
 // append's Touch or TouchAt; a wake whose activity was flushed meanwhile has nothing left to do.
 func (a *Activity) Wake(conv *parleyv1alpha1.Conversation) {
-	a.wakeQueue().push(client.ObjectKeyFromObject(conv))
+	a.wakeQueue().Add(client.ObjectKeyFromObject(conv))
 }
 
-// serveWakes runs the wake workers until ctx ends.
+// serveWakes runs the wake workers until ctx ends. A wake taken after that is left pending:
+// Start's final flush writes it.
 func (a *Activity) serveWakes(ctx context.Context) {
 	q := a.wakeQueue()
+	stop := context.AfterFunc(ctx, q.ShutDown)
+	defer stop()
 	var wg sync.WaitGroup
 	for range wakeConcurrency {
 		wg.Go(func() {
 			for {
-				key, ok := q.pop(ctx)
-				if !ok {
+				key, shutdown := q.Get()
+				if shutdown {
 					return
 				}
-				a.flushOne(ctx, key)
+				if ctx.Err() == nil {
+					a.flushOne(ctx, key)
+				}
+				q.Done(key)
 			}
 		})
 	}
@@ -61,61 +68,15 @@ func (a *Activity) flushOne(ctx context.Context, key types.NamespacedName) {
 	a.write(ctx, key, p.at)
 }
 
-func (a *Activity) wakeQueue() *wakeQueue {
+// wakeQueue is the FIFO of conversations to wake: a workqueue holds each conversation once,
+// queued or being served, and hands them out in arrival order. Without a rate limiter: a wake
+// whose write fails is kept as pending activity, which the next flush retries an interval
+// later, so the queue has no retries to space out; wakeConcurrency is the bound.
+func (a *Activity) wakeQueue() workqueue.TypedInterface[types.NamespacedName] {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.woken == nil {
-		a.woken = &wakeQueue{queued: map[types.NamespacedName]bool{}, ready: make(chan struct{}, 1)}
+		a.woken = workqueue.NewTyped[types.NamespacedName]()
 	}
 	return a.woken
-}
-
-// wakeQueue is a FIFO of conversations to wake, each at most once.
-type wakeQueue struct {
-	mu     sync.Mutex
-	order  []types.NamespacedName
-	queued map[types.NamespacedName]bool
-	// ready holds a token while the queue may be non-empty.
-	ready chan struct{}
-}
-
-func (q *wakeQueue) push(key types.NamespacedName) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.queued[key] {
-		return
-	}
-	q.queued[key] = true
-	q.order = append(q.order, key)
-	q.signal()
-}
-
-// pop takes the oldest wake, waiting for one until ctx ends.
-func (q *wakeQueue) pop(ctx context.Context) (types.NamespacedName, bool) {
-	for {
-		q.mu.Lock()
-		if len(q.order) > 0 {
-			key := q.order[0]
-			q.order = q.order[1:]
-			delete(q.queued, key)
-			if len(q.order) > 0 {
-				q.signal() // another worker may take the next
-			}
-			q.mu.Unlock()
-			return key, true
-		}
-		q.mu.Unlock()
-		select {
-		case <-ctx.Done():
-			return types.NamespacedName{}, false
-		case <-q.ready:
-		}
-	}
-}
-
-func (q *wakeQueue) signal() {
-	select {
-	case q.ready <- struct{}{}:
-	default:
-	}
 }
