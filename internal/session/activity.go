@@ -154,11 +154,12 @@ func (a *Activity) Start(ctx context.Context) error {
 		defer close(wakesDone)
 		a.serveWakes(ctx)
 	}()
-	defer func() { <-wakesDone }()
 	for {
 		select {
 		case <-ctx.Done():
-			// The controller stops too: write what it has not taken.
+			// The controller stops too: write what it has not taken, once the wakes have
+			// stopped (a wake cut short gives its activity back as pending).
+			<-wakesDone
 			a.flush(context.WithoutCancel(ctx), true, time.Time{})
 			return nil
 		case <-t.C:

@@ -116,3 +116,35 @@ func indexOf(convs []*parleyv1alpha1.Conversation, name string) int {
 	}
 	return -1
 }
+
+// A wake whose patch the shutdown cuts short gives its activity back, and the final flush,
+// which waits for the wake workers, writes it.
+func TestWakeCutShortAtShutdownIsWrittenByTheFinalFlush(t *testing.T) {
+	conv := &parleyv1alpha1.Conversation{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}}
+	inFlight, release := make(chan struct{}), make(chan struct{})
+	var calls, written atomic.Int32
+	c := activityClient(t, func(client.Object, client.Patch) error {
+		if calls.Add(1) == 1 {
+			close(inFlight)
+			<-release
+			return context.Canceled
+		}
+		written.Add(1)
+		return nil
+	}, conv)
+	a := &Activity{Client: c, Interval: time.Hour}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = a.Start(ctx); close(done) }()
+
+	a.Touch(conv)
+	a.Wake(conv)
+	<-inFlight
+	cancel()
+	time.Sleep(50 * time.Millisecond) // a final flush that does not wait has run by now
+	close(release)
+	<-done
+	if written.Load() != 1 {
+		t.Fatalf("%d activity patches written after the wake was cut short, want 1", written.Load())
+	}
+}
