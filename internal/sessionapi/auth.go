@@ -117,7 +117,7 @@ func (a *Authorizer) setup() {
 		fill(&a.Reviews.InFlight, DefaultReviewsInFlight)
 		fillRate(&a.Reviews.PerSource, DefaultReviewsPerSource)
 		a.caches = newReviewCaches(a.MaxEntries, clockFunc(a.clock))
-		a.sources = newKeyedLimiter(a.Reviews.PerSource, maxLimiterKeys)
+		a.sources = newKeyedLimiter(a.Reviews.PerSource, maxLimiterKeys, clockFunc(a.clock))
 		if a.Reviews.InFlight > 0 {
 			a.slots = make(chan struct{}, a.Reviews.InFlight)
 		}
@@ -185,7 +185,7 @@ func (a *Authorizer) authenticate(ctx context.Context, token, source string) (*c
 		}
 		if source != "" {
 			// Retry-After: 1 s covers the wait for one token at any rate of 1/s or more.
-			if d := a.sources.take(source, a.clock()); d > 0 {
+			if d := a.sources.take(source); d > 0 {
 				return nil, problem(429, wire.ProblemOverloaded, "Too Many Requests", "too many unknown tokens from this address")
 			}
 		}

@@ -1,62 +1,52 @@
 package sessionapi
 
 import (
-	"container/list"
 	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
+	"k8s.io/apimachinery/pkg/util/cache"
 )
 
 // maxLimiterKeys bounds the buckets one keyedLimiter keeps: callers that vary a key (source
 // addresses, names) cannot grow the map without bound.
 const maxLimiterKeys = 50_000
 
-// keyedLimiter is a token bucket per key (a conversation, an identity, a source address).
-// Its map stays bounded: a bucket unused long enough to refill completely is the same as a
-// new one and is dropped, and past max keys the least recently used bucket goes (it starts
-// full when its key returns, as it nearly would have).
+// keyedLimiter is a token bucket per key (a conversation, an identity, a source address), kept
+// in an LRU cache so that it stays bounded: a bucket unused long enough to refill completely is
+// the same as a new one and expires, and past maxKeys the least recently used bucket goes (it
+// starts full when its key returns, as it nearly would have).
 type keyedLimiter struct {
-	rate Rate
-	max  int
+	rate  Rate
+	clock clockFunc
 
-	mu    sync.Mutex
-	order list.List // *bucket, most recently used first
-	byKey map[string]*list.Element
+	// mu makes a lookup and the store of a new bucket one step: two first requests of a key
+	// must not each get a full bucket of their own.
+	mu      sync.Mutex
+	buckets *cache.LRUExpireCache // key -> *rate.Limiter
 }
 
-type bucket struct {
-	key     string
-	limiter *rate.Limiter
-	used    time.Time
+func newKeyedLimiter(r Rate, maxKeys int, clock clockFunc) *keyedLimiter {
+	return &keyedLimiter{rate: r, clock: clock, buckets: cache.NewLRUExpireCacheWithClock(maxKeys, clock)}
 }
 
-func newKeyedLimiter(r Rate, maxKeys int) *keyedLimiter {
-	return &keyedLimiter{rate: r, max: maxKeys, byKey: map[string]*list.Element{}}
-}
-
-// take takes one token from key's bucket at now and says how long to wait when there is none
+// take takes one token from key's bucket now and says how long to wait when there is none
 // (zero: go ahead). A nil or disabled limiter always says go ahead.
-func (k *keyedLimiter) take(key string, now time.Time) time.Duration {
+func (k *keyedLimiter) take(key string) time.Duration {
 	if k == nil || k.rate.PerSecond <= 0 {
 		return 0
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.prune(now)
-	var b *bucket
-	if e, ok := k.byKey[key]; ok {
-		b = e.Value.(*bucket)
-		k.order.MoveToFront(e)
+	var limiter *rate.Limiter
+	if v, ok := k.buckets.Get(key); ok {
+		limiter = v.(*rate.Limiter)
 	} else {
-		b = &bucket{key: key, limiter: rate.NewLimiter(rate.Limit(k.rate.PerSecond), max(k.rate.Burst, 1))}
-		k.byKey[key] = k.order.PushFront(b)
-		for k.order.Len() > k.max {
-			k.remove(k.order.Back())
-		}
+		limiter = rate.NewLimiter(rate.Limit(k.rate.PerSecond), max(k.rate.Burst, 1))
 	}
-	b.used = now
-	r := b.limiter.ReserveN(now, 1)
+	k.buckets.Add(key, limiter, k.rate.refill()) // used now: it expires a refill from now
+	now := k.clock()
+	r := limiter.ReserveN(now, 1)
 	if d := r.DelayFrom(now); d > 0 {
 		r.CancelAt(now)
 		return d
@@ -64,22 +54,5 @@ func (k *keyedLimiter) take(key string, now time.Time) time.Duration {
 	return 0
 }
 
-// prune drops the buckets idle long enough to be full again, oldest first.
-func (k *keyedLimiter) prune(now time.Time) {
-	idle := k.rate.refill()
-	for e := k.order.Back(); e != nil && now.Sub(e.Value.(*bucket).used) >= idle; e = k.order.Back() {
-		k.remove(e)
-	}
-}
-
-func (k *keyedLimiter) remove(e *list.Element) {
-	delete(k.byKey, e.Value.(*bucket).key)
-	k.order.Remove(e)
-}
-
-// size is how many buckets are kept.
-func (k *keyedLimiter) size() int {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return len(k.byKey)
-}
+// size is how many buckets are kept and not expired.
+func (k *keyedLimiter) size() int { return len(k.buckets.Keys()) }

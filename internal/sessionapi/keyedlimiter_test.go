@@ -8,27 +8,28 @@ import (
 
 func TestKeyedLimiter(t *testing.T) {
 	now := time.Unix(0, 0)
-	k := newKeyedLimiter(Rate{PerSecond: 10, Burst: 2}, 3)
+	k := newKeyedLimiter(Rate{PerSecond: 10, Burst: 2}, 3, func() time.Time { return now })
 	for i := range 2 {
-		if k.take("a", now) != 0 {
+		if k.take("a") != 0 {
 			t.Fatalf("token %d of the burst was refused", i+1)
 		}
 	}
-	if d := k.take("a", now); d <= 0 || d > 100*time.Millisecond {
+	if d := k.take("a"); d <= 0 || d > 100*time.Millisecond {
 		t.Errorf("past the burst: wait %s, want up to 100ms", d)
 	}
-	if k.take("b", now) != 0 {
+	if k.take("b") != 0 {
 		t.Error("another key shares a's bucket")
 	}
 	// Bounded: more keys than max keep max.
 	for i := range 10 {
-		k.take(fmt.Sprint("k", i), now)
+		k.take(fmt.Sprint("k", i))
 	}
 	if n := k.size(); n != 3 {
 		t.Errorf("%d buckets kept, want 3", n)
 	}
-	// Idle ones (full again after Burst/rate = 200ms) are dropped.
-	k.take("late", now.Add(time.Second))
+	// Idle ones (full again after Burst/rate = 200ms) expire.
+	now = now.Add(time.Second)
+	k.take("late")
 	if n := k.size(); n != 1 {
 		t.Errorf("%d buckets kept after the others idled, want 1", n)
 	}

@@ -78,8 +78,8 @@ type Server struct {
 func (s *Server) setup() {
 	s.init.Do(func() {
 		s.lim = s.Limits.withDefaults()
-		s.conversations = newKeyedLimiter(s.lim.PerConversation, maxLimiterKeys)
-		s.identities = newKeyedLimiter(s.lim.PerIdentity, maxLimiterKeys)
+		s.conversations = newKeyedLimiter(s.lim.PerConversation, maxLimiterKeys, clockFunc(s.clock))
+		s.identities = newKeyedLimiter(s.lim.PerIdentity, maxLimiterKeys, clockFunc(s.clock))
 		s.requests = newBudget(int64(s.lim.InFlight), int64(s.lim.InFlightPerIdentity))
 		s.bodies = newBudget(s.lim.BodyBytesInFlight, s.lim.BodyBytesInFlightPerIdentity)
 		s.identityStreams = newBudget(0, int64(s.lim.FollowsPerIdentity))
@@ -265,7 +265,7 @@ func (s *Server) checked(access Access, h handler, authn authentication, stream 
 		key := types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
 		entryOf(r).identify(c, key)
 		id := c.identity()
-		if d := s.identities.take(id, s.clock()); d > 0 {
+		if d := s.identities.take(id); d > 0 {
 			writeProblem(w, problem(429, wire.ProblemOverloaded, "Too Many Requests", "this identity sends too many requests"), d)
 			return
 		}
@@ -282,7 +282,7 @@ func (s *Server) checked(access Access, h handler, authn authentication, stream 
 			writeProblem(w, p, 0)
 			return
 		}
-		if d := s.conversations.take("conv:"+key.String(), s.clock()); d > 0 {
+		if d := s.conversations.take("conv:" + key.String()); d > 0 {
 			writeProblem(w, problem(429, wire.ProblemOverloaded, "Too Many Requests", "this conversation receives too many requests"), d)
 			return
 		}
