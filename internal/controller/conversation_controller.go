@@ -123,7 +123,7 @@ func (r *ConversationReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}
 	unchanged := r.own.UnchangedSince(req.NamespacedName, conv.ResourceVersion)
 	s.summaryCurrent = !tookActivity && unchanged
-	s.viewHead = session.ViewHeadToTrust(tookActivity, activityHead, unchanged)
+	s.viewHead = session.ViewHeadToTrust(activityHead, unchanged)
 	minted := decideSession(s, func() string { return r.newSessionID(conv) })
 	exp := decideExpiry(s)
 	// The history is keyed by the session id, and a minted id is derived from the object's

@@ -14,17 +14,15 @@ func TestViewHeadToTrust(t *testing.T) {
 	head := &history.Head{Epoch: 1, Sequence: 9}
 	for _, tc := range []struct {
 		name      string
-		took      bool
 		head      *history.Head
 		unchanged bool
 		trust     bool
 	}{
-		{"own appends, nothing else since", true, head, true, true},
-		{"another writer patched the object", true, head, false, false},
-		{"a write that told no head", true, nil, true, false},
-		{"no activity handed over", false, head, true, false},
+		{"own appends, nothing else since", head, true, true},
+		{"another writer patched the object", head, false, false},
+		{"no activity handed over, or a write that told no head", nil, true, false},
 	} {
-		got := ViewHeadToTrust(tc.took, tc.head, tc.unchanged)
+		got := ViewHeadToTrust(tc.head, tc.unchanged)
 		if (got != nil) != tc.trust {
 			t.Errorf("%s: %v, want trust %v", tc.name, got, tc.trust)
 		}
