@@ -69,26 +69,34 @@ type Activity struct {
 	// leader lease, or runs without election); nil: always patch.
 	Local <-chan struct{}
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// pending is the activity not flushed yet; handed, that handed to the controller and not
+	// taken yet.
 	pending map[types.NamespacedName]pendingActivity
-	handed  map[types.NamespacedName]handOff
+	handed  map[types.NamespacedName]pendingActivity
 	wakes   chan event.GenericEvent
 	// woken queues the conversations whose sleeping agent an append wakes (Wake).
 	woken workqueue.TypedInterface[types.NamespacedName]
 }
 
-// handOff is activity waiting for the controller: the latest time, when it was first handed,
-// and the head its writes left.
-type handOff struct {
+// pendingActivity is activity waiting, to be flushed or to be taken by the controller: the
+// latest time, since when it waits (pending: when the oldest of it was recorded, zero for due
+// at once, e.g. a write to retry; handed over: when it was first handed), and the head its
+// writes left.
+type pendingActivity struct {
 	at, since time.Time
 	head      writtenHead
 }
 
-// pendingActivity is activity not flushed yet: the latest time, when the oldest of it was
-// recorded (zero: due at once, e.g. a write to retry), and the head its writes left.
-type pendingActivity struct {
-	at, since time.Time
-	head      writtenHead
+// join adds activity at, whose writes left head, to p; fresh: p holds none yet, and it waits
+// from now.
+func (p pendingActivity) join(at time.Time, head writtenHead, fresh bool, now time.Time) pendingActivity {
+	if fresh {
+		p.since = now
+	}
+	p.at = later(p.at, at)
+	p.head = p.head.join(head, fresh)
+	return p
 }
 
 // writtenHead is where this replica's writes of one batch of activity left the history: the
@@ -132,12 +140,7 @@ func (a *Activity) touch(conv *parleyv1alpha1.Conversation, head writtenHead) {
 	}
 	key, now := client.ObjectKeyFromObject(conv), a.now()
 	p, ok := a.pending[key]
-	if !ok {
-		p.since = now
-	}
-	p.at = later(p.at, now)
-	p.head = p.head.join(head, !ok)
-	a.pending[key] = p
+	a.pending[key] = p.join(now, head, !ok, now)
 }
 
 // NeedLeaderElection is false: every replica's appends count.
@@ -160,10 +163,10 @@ func (a *Activity) Start(ctx context.Context) error {
 			// The controller stops too: write what it has not taken, once the wakes have
 			// stopped (a wake cut short gives its activity back as pending).
 			<-wakesDone
-			a.flush(context.WithoutCancel(ctx), true, time.Time{})
+			a.flush(context.WithoutCancel(ctx), true, everything)
 			return nil
 		case <-t.C:
-			a.flush(ctx, false, a.now().Add(-interval))
+			a.flush(ctx, false, recordedBy(a.now().Add(-interval)))
 		}
 	}
 }
@@ -177,16 +180,32 @@ func (a *Activity) interval() time.Duration {
 
 // Flush hands all pending activity times to the local controller, or writes them, however
 // recent. A failed write is kept for the next flush.
-func (a *Activity) Flush(ctx context.Context) { a.flush(ctx, false, time.Time{}) }
+func (a *Activity) Flush(ctx context.Context) { a.flush(ctx, false, everything) }
 
-// flush hands over or writes the activity recorded first at or before due (all of it when due
-// is zero); final, at shutdown, writes everything, the activity handed over and not taken
-// included.
-func (a *Activity) flush(ctx context.Context, final bool, due time.Time) {
+// due selects the pending activity a flush takes.
+type due func(key types.NamespacedName, p pendingActivity) bool
+
+// everything is all pending activity, however recent.
+func everything(types.NamespacedName, pendingActivity) bool { return true }
+
+// recordedBy is the activity recorded first at or before t.
+func recordedBy(t time.Time) due {
+	return func(_ types.NamespacedName, p pendingActivity) bool { return !p.since.After(t) }
+}
+
+// only is the activity of one conversation (a wake).
+func only(key types.NamespacedName) due {
+	return func(k types.NamespacedName, _ pendingActivity) bool { return k == key }
+}
+
+// flush hands over or writes the pending activity isDue selects, and writes what the controller
+// has not taken within handOffTimeout; final, at shutdown, writes everything, the activity
+// handed over and not taken included.
+func (a *Activity) flush(ctx context.Context, final bool, isDue due) {
 	a.mu.Lock()
 	dueNow := map[types.NamespacedName]pendingActivity{}
 	for key, p := range a.pending {
-		if due.IsZero() || !p.since.After(due) {
+		if isDue(key, p) {
 			dueNow[key] = p
 			delete(a.pending, key)
 		}
@@ -282,15 +301,10 @@ func (a *Activity) handOff(key types.NamespacedName, at time.Time, head writtenH
 		return false
 	}
 	if a.handed == nil {
-		a.handed = map[types.NamespacedName]handOff{}
+		a.handed = map[types.NamespacedName]pendingActivity{}
 	}
 	h, ok := a.handed[key]
-	if !ok {
-		h.since = a.now()
-	}
-	h.at = later(h.at, at)
-	h.head = h.head.join(head, !ok)
-	a.handed[key] = h
+	a.handed[key] = h.join(at, head, !ok, a.now())
 	return true
 }
 

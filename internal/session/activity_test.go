@@ -116,7 +116,7 @@ func TestActivityHandsOffToTheLocalController(t *testing.T) {
 
 	a.Touch(conv)
 	a.Flush(ctx)
-	a.flush(ctx, true, time.Time{})
+	a.flush(ctx, true, everything)
 	if patches != 3 {
 		t.Fatalf("at shutdown: %d patches, want the untaken activity written (3)", patches)
 	}
@@ -139,7 +139,7 @@ func TestActivityWaitsItsIntervalPerConversation(t *testing.T) {
 	tick := func(d time.Duration) []string {
 		now = now.Add(d)
 		written = nil
-		a.flush(ctx, false, now.Add(-a.interval()))
+		a.flush(ctx, false, recordedBy(now.Add(-a.interval())))
 		return written
 	}
 
@@ -174,7 +174,7 @@ func TestActivityWriteFailureWaitsAnInterval(t *testing.T) {
 	ctx := context.Background()
 	check := func(d time.Duration) {
 		now = now.Add(d)
-		a.flush(ctx, false, now.Add(-a.interval()))
+		a.flush(ctx, false, recordedBy(now.Add(-a.interval())))
 	}
 	a.Touch(conv)
 	check(time.Second) // due: the first attempt fails

@@ -44,28 +44,13 @@ func (a *Activity) serveWakes(ctx context.Context) {
 					return
 				}
 				if ctx.Err() == nil {
-					a.flushOne(ctx, key)
+					a.flush(ctx, false, only(key))
 				}
 				q.Done(key)
 			}
 		})
 	}
 	wg.Wait()
-}
-
-// flushOne hands over or writes the pending activity of one conversation now.
-func (a *Activity) flushOne(ctx context.Context, key types.NamespacedName) {
-	a.mu.Lock()
-	p, ok := a.pending[key]
-	delete(a.pending, key)
-	a.mu.Unlock()
-	if !ok {
-		return // flushed already: the reconcile is on its way
-	}
-	if a.isLocal() && a.handOff(key, p.at, p.head) {
-		return
-	}
-	a.write(ctx, key, p.at)
 }
 
 // wakeQueue is the FIFO of conversations to wake: a workqueue holds each conversation once,
