@@ -26,8 +26,8 @@ type Handoff interface {
 	// Source wakes the reconcile of a conversation with activity handed over.
 	Source() source.Source
 	// Take removes and returns the activity handed over for key, with the head this replica's
-	// writes of it left the history at when all of them told it (they folded what they wrote
-	// into the shared view), nil otherwise.
+	// writes of it left the history at when all of them told it, nil otherwise. The view may
+	// stand behind that head (a write whose fold missed it); Live.Reached tells.
 	Take(key types.NamespacedName) (at time.Time, head *history.Head, ok bool)
 	// Restore gives back activity taken whose status write failed.
 	Restore(key types.NamespacedName, at time.Time)
@@ -126,8 +126,9 @@ func (w writtenHead) join(next writtenHead, fresh bool) writtenHead {
 // the history.
 func (a *Activity) Touch(conv *parleyv1alpha1.Conversation) { a.touch(conv, writtenHead{}) }
 
-// TouchAt records activity on a conversation now, by a write that left the history at head and
-// folded what it wrote into the shared view.
+// TouchAt records activity on a conversation now, by a write that left the history at head (and
+// tried to fold what it wrote into the shared view: whether the view got there is Reached's
+// to tell).
 func (a *Activity) TouchAt(conv *parleyv1alpha1.Conversation, head history.Head) {
 	a.touch(conv, writtenHead{head: head, known: true})
 }

@@ -31,9 +31,11 @@
 // pieces do it, all in this package but the reconcile itself:
 //
 //  1. Fold. Live.AppendFolded appends, then folds the stored records into the shared view at
-//     the head the store answered (journal.Views.FoldAt): when no other writer came in between,
-//     the view now stands exactly at that head. It then marks the conversation active at that
-//     head (Activity.TouchAt). A write that does not say where it left the history (Live.Append,
+//     the head the store answered (journal.Views.FoldAt): when a view is held, in that epoch,
+//     and no other writer came in between, the view now stands exactly at that head. It then
+//     marks the conversation active at that head (Activity.TouchAt), whether or not the fold
+//     got there: the head is where the write left the history, and step 5 trusts the view only
+//     once it stands there. A write that does not say where it left the history (Live.Append,
 //     a reset) marks it active without a head (Activity.Touch).
 //  2. Batch. Activity keeps, per conversation, the latest activity time and the head its writes
 //     left: known only while every write of the batch told one, in one epoch (writtenHead).

@@ -138,9 +138,12 @@ func (l *Live) Append(ctx context.Context, records []history.Record) ([]uint64, 
 	return seqs, nil
 }
 
-// AppendFolded appends records, folds what was stored into the shared view, and marks the
-// conversation active with the head the append left: the reconcile it wakes may then read the
-// view instead of the store (see the package documentation, "The activity hand-off").
+// AppendFolded appends records, folds them into the shared view when it holds the history up
+// to them (Fold; otherwise the next read does), and marks the conversation active with the
+// head the append left, folded or not: the head says where the write left the history, and
+// the reconcile it wakes reads the view instead of the store only when the view stands there
+// (Reached; see the package documentation, "The activity hand-off"). An answer whose
+// sequences do not pair with the records folds nothing and marks it active without a head.
 func (l *Live) AppendFolded(ctx context.Context, records []history.Record, opts history.AppendOptions) (history.Appended, error) {
 	res, err := l.h.AppendWith(ctx, records, opts)
 	if err != nil {
@@ -150,7 +153,7 @@ func (l *Live) AppendFolded(ctx context.Context, records []history.Record, opts 
 		l.Touch()
 		return res, nil
 	}
-	_, _ = l.Fold(records, res, nil)
+	_, _ = l.Fold(records, res, nil) // a fold that misses leaves the view behind res.Head
 	if a := l.sessions.Activity; a != nil {
 		a.TouchAt(l.conv, res.Head)
 	}
