@@ -179,8 +179,7 @@ func (r *ConversationReconciler) completeTurns(ctx context.Context, s *conversat
 
 // withView runs fn on the history's cached view.
 func (r *ConversationReconciler) withView(ctx context.Context, s *conversationScope, fn func(*journal.View) error) error {
-	conv := s.conv.DeepCopy()
-	conv.Status = s.status
+	conv := s.withStatus()
 	live, err := r.Sessions.Open(ctx, conv, false)
 	if err != nil {
 		return err
@@ -311,8 +310,7 @@ type renderedBundle struct {
 // Crash Checkpoint's turn when there is one (the same messages the Checkpoint holds), else at
 // the latest complete turn.
 func (r *ConversationReconciler) renderBundle(ctx context.Context, s *conversationScope, attempt int32, checkpoint string, turn int) (renderedBundle, error) {
-	conv := s.conv.DeepCopy()
-	conv.Status = s.status
+	conv := s.withStatus()
 	claudeDir := ""
 	if conv.Spec.Agent.Adapter == parleyv1alpha1.AdapterClaudeAgentSDK {
 		claudeDir = bundle.ClaudeDir

@@ -135,12 +135,11 @@ func (r *ConversationReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	r.reconcileAgent(ctx, s)
 	summarizeConditions(s)
 
-	before := conv.DeepCopy()
-	conv.Status = s.status
-	if !apiequality.Semantic.DeepEqual(before.Status, conv.Status) {
-		r.own.Note(before, &conv.Status)
+	written := s.withStatus()
+	if !apiequality.Semantic.DeepEqual(conv.Status, written.Status) {
+		r.own.Note(conv, &written.Status)
 	}
-	if err := WriteStatus(ctx, r.Client, before, conv, conversationStatus); err != nil {
+	if err := WriteStatus(ctx, r.Client, conv, written, conversationStatus); err != nil {
 		r.own.Forget(req.NamespacedName)
 		if tookActivity {
 			r.Activity.Restore(req.NamespacedName, activityAt)
@@ -150,7 +149,7 @@ func (r *ConversationReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		}
 		return ctrl.Result{}, err
 	}
-	r.own.Wrote(req.NamespacedName, conv.ResourceVersion)
+	r.own.Wrote(req.NamespacedName, written.ResourceVersion)
 
 	announceStart(s, minted)
 	if minted {
@@ -162,7 +161,7 @@ func (r *ConversationReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		metrics.ObserveExpiryLateness(s.now.Sub(s.expiry.At))
 		s.event(parleyv1alpha1.EventExpired, "Expire", "session %s expired", s.status.SessionID)
 	}
-	r.emit(conv, s.events)
+	r.emit(written, s.events)
 	if s.agentCrashed != "" {
 		metrics.AgentCrashes.WithLabelValues(s.agentCrashed).Inc()
 	}
@@ -181,11 +180,11 @@ func (r *ConversationReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{}, s.retryErr
 	}
 	if exp.deleteNow && decideHistoryAction(s) != historyArchive {
-		if err := r.Delete(ctx, conv, client.Preconditions{UID: &conv.UID}); client.IgnoreNotFound(err) != nil {
+		if err := r.Delete(ctx, written, client.Preconditions{UID: &written.UID}); client.IgnoreNotFound(err) != nil {
 			return ctrl.Result{}, fmt.Errorf("deleting expired Conversation %s: %w", req.NamespacedName, err)
 		}
 		log.Info("deleted expired conversation", "sessionID", s.status.SessionID)
-		r.Recorder.Eventf(conv, nil, corev1.EventTypeNormal, parleyv1alpha1.EventDeleted, "Delete",
+		r.Recorder.Eventf(written, nil, corev1.EventTypeNormal, parleyv1alpha1.EventDeleted, "Delete",
 			"deleted %s after lifetime.deleteAfter", conv.Spec.Lifetime.DeleteAfter.Duration)
 		return ctrl.Result{}, nil
 	}

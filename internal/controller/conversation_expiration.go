@@ -109,10 +109,3 @@ func (r *ConversationReconciler) emptyLiveEpoch(ctx context.Context, conv *parle
 	}
 	return done.Head.Epoch, nil
 }
-
-// withStatus is the Conversation as read, with the status being built (the session id).
-func (s *conversationScope) withStatus() *parleyv1alpha1.Conversation {
-	conv := s.conv.DeepCopy()
-	conv.Status = *s.status.DeepCopy()
-	return conv
-}

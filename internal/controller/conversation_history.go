@@ -109,8 +109,7 @@ func (r *ConversationReconciler) reconcileHistory(ctx context.Context, s *conver
 
 // openHistory opens the history, initialises it once, and summarises it into status.
 func (r *ConversationReconciler) openHistory(ctx context.Context, s *conversationScope, create bool) {
-	conv := s.conv.DeepCopy()
-	conv.Status = s.status
+	conv := s.withStatus()
 	live, err := r.Sessions.Open(ctx, conv, create)
 	if err != nil {
 		if !create && errors.Is(err, history.ErrNotFound) {

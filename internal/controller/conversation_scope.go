@@ -92,6 +92,16 @@ func newConversationScope(conv *parleyv1alpha1.Conversation, now time.Time) *con
 	return &conversationScope{conv: conv, now: now, status: *conv.Status.DeepCopy()}
 }
 
+// withStatus is the one way to build the Conversation as read with the status being built (to
+// open its history by the session id, render its bundle, write its status): a deep copy, so
+// neither the copy nor whatever keeps it (a session.Live holds its Conversation) shares a
+// slice or a pointer with the status the phases go on building, nor with the object as read.
+func (s *conversationScope) withStatus() *parleyv1alpha1.Conversation {
+	conv := s.conv.DeepCopy()
+	conv.Status = *s.status.DeepCopy()
+	return conv
+}
+
 // setCondition sets a condition of the status being built, stamped with the generation read.
 func (s *conversationScope) setCondition(condType string, status metav1.ConditionStatus, reason, msg string) {
 	meta.SetStatusCondition(&s.status.Conditions, metav1.Condition{

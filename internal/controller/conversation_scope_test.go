@@ -106,3 +106,32 @@ func TestRequeueCountsFromTheReturn(t *testing.T) {
 		t.Errorf("a timer due during the reconcile: RequeueAfter %v, want 1ms (at once)", got)
 	}
 }
+
+// TestWithStatusSharesNothing: the Conversation with the status being built shares no slice
+// or pointer with that status or with the object as read, so a phase that goes on setting a
+// condition or an agent field in place changes neither a copy already handed out nor the
+// object the status write is conditional on.
+func TestWithStatusSharesNothing(t *testing.T) {
+	s := newConversationScope(testConv(), created)
+	s.setCondition(parleyv1alpha1.ConditionHistoryAvailable, metav1.ConditionTrue, parleyv1alpha1.ReasonHistoryReady, "ready")
+	s.status.Agent = &parleyv1alpha1.AgentStatus{Attempt: 1}
+	conv := s.withStatus()
+	read := s.conv.DeepCopy()
+
+	s.setCondition(parleyv1alpha1.ConditionHistoryAvailable, metav1.ConditionFalse, parleyv1alpha1.ReasonStoreUnavailable, "gone")
+	s.status.Agent.Attempt = 2
+	conv.Status.Conditions[0].Message = "changed through the copy"
+
+	if c := meta.FindStatusCondition(conv.Status.Conditions, parleyv1alpha1.ConditionHistoryAvailable); c.Message != "changed through the copy" || c.Status != metav1.ConditionTrue {
+		t.Errorf("the copy's condition followed the scope: %+v", c)
+	}
+	if conv.Status.Agent.Attempt != 1 {
+		t.Errorf("the copy's agent attempt followed the scope: %d", conv.Status.Agent.Attempt)
+	}
+	if c := s.condition(parleyv1alpha1.ConditionHistoryAvailable); c.Message != "gone" {
+		t.Errorf("the scope's condition followed the copy: %+v", c)
+	}
+	if !equality.Semantic.DeepEqual(read, s.conv) {
+		t.Error("the object as read changed")
+	}
+}
