@@ -28,7 +28,8 @@ const (
 	DefaultCheckpointKeep     = 10
 	DefaultSeedFormat         = SeedFormatAuto
 	DefaultCheckpointReason   = CheckpointManual
-	// DefaultConfigMapMaxBytes is 8Mi.
+	// DefaultConfigMapMaxBytes is 8Mi, also the ConfigMap store's own default
+	// (pkg/history/configmap.DefaultMaxBytes; a test in internal/historystore ties them).
 	DefaultConfigMapMaxBytes = 8 << 20
 	// DefaultObjectStoreMaxBytes is 64Mi.
 	DefaultObjectStoreMaxBytes = 64 << 20
