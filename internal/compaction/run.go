@@ -28,19 +28,21 @@ var defaultEndpoints = map[parleyv1alpha1.SummarizerProvider]string{
 	parleyv1alpha1.SummarizerAnthropic: "https://api.anthropic.com",
 }
 
-// Strategy maps the API's strategy to the library's (the CRD defaults an unset one to
-// SlidingWindow).
-func Strategy(s parleyv1alpha1.CompactionStrategy) compact.Strategy {
-	switch s {
-	case parleyv1alpha1.CompactionClearToolResults:
-		return compact.StrategyClearToolResults
-	case parleyv1alpha1.CompactionSummarize:
-		return compact.StrategySummarize
-	case parleyv1alpha1.CompactionNone:
-		return compact.StrategyNone
-	default:
-		return compact.StrategySlidingWindow
+// strategies maps the API's strategies to the library's.
+var strategies = map[parleyv1alpha1.CompactionStrategy]compact.Strategy{
+	parleyv1alpha1.CompactionSlidingWindow:    compact.StrategySlidingWindow,
+	parleyv1alpha1.CompactionClearToolResults: compact.StrategyClearToolResults,
+	parleyv1alpha1.CompactionSummarize:        compact.StrategySummarize,
+	parleyv1alpha1.CompactionNone:             compact.StrategyNone,
+}
+
+// Strategy is the library's strategy for a context spec: its strategy, the API's default when
+// unset (or a value the CRD's enum refuses).
+func Strategy(c *parleyv1alpha1.ContextSpec) compact.Strategy {
+	if s, ok := strategies[c.GetStrategy()]; ok {
+		return s
 	}
+	return strategies[parleyv1alpha1.DefaultStrategy]
 }
 
 // run does one job: read the epoch from the cached view, compact it, write the new epoch, by
@@ -48,7 +50,7 @@ func Strategy(s parleyv1alpha1.CompactionStrategy) compact.Strategy {
 // history has left is done, and the new epoch is written by one compare-and-swap.
 func (r *Runner) run(ctx context.Context, req Request) (out Outcome) {
 	conv := &parleyv1alpha1.Conversation{}
-	defer func() { out.Strategy = string(Strategy(conv.Spec.Context.Strategy)) }()
+	defer func() { out.Strategy = string(Strategy(&conv.Spec.Context)) }()
 	if err := r.Client.Get(ctx, req.Conversation, conv); err != nil {
 		if apierrors.IsNotFound(err) {
 			return Outcome{Request: req, Result: ResultSuperseded}
@@ -63,7 +65,7 @@ func (r *Runner) run(ctx context.Context, req Request) (out Outcome) {
 		return failed(req, parleyv1alpha1.ReasonCompactionFailed, fmt.Errorf("opening the history: %s", historystore.Message(err)))
 	}
 	var summarizer compact.Summarizer
-	if Strategy(conv.Spec.Context.Strategy) == compact.StrategySummarize {
+	if Strategy(&conv.Spec.Context) == compact.StrategySummarize {
 		if summarizer, err = r.summarizer(ctx, conv); err != nil {
 			return failed(req, parleyv1alpha1.ReasonCompactionFailed, err)
 		}
@@ -117,7 +119,7 @@ func (r *Runner) plan(ctx context.Context, req Request, conv *parleyv1alpha1.Con
 	if uncovered > keep {
 		return Outcome{Request: req, Result: ResultStaleCheckpoint}, nil, nil
 	}
-	strategy := Strategy(spec.Strategy)
+	strategy := Strategy(&spec)
 	policy := compact.Policy{
 		Budget:             compact.TargetBudget(maxTokens, pct),
 		KeepRecentMessages: keep,

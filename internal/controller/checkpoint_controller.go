@@ -83,7 +83,7 @@ func (r *CheckpointReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if snapshotDue(ckpt, conv, found) {
 		snap, err := r.writeSnapshot(ctx, ckpt, conv)
 		attempt = snapshotAttempt{tried: true, snap: snap, err: err}
-		countSnapshot(ckpt.Spec.Reason, attempt)
+		countSnapshot(ckpt.Spec.GetReason(), attempt)
 	}
 	ckpt.Status, err = decideCheckpoint(ckpt, conv, found, attempt)
 	if perr := WriteStatus(ctx, r.Client, before, ckpt, checkpointStatus); perr != nil {
@@ -221,7 +221,8 @@ func (r *CheckpointReconciler) writeSnapshot(ctx context.Context, ckpt *parleyv1
 			turn = int(min(*ckpt.Spec.Turn, math.MaxInt32))
 		}
 		state, cut := v.State, v.Turns
-		whole := ckpt.Spec.Reason == parleyv1alpha1.CheckpointArchive || ckpt.Spec.Reason == parleyv1alpha1.CheckpointReset
+		reason := ckpt.Spec.GetReason()
+		whole := reason == parleyv1alpha1.CheckpointArchive || reason == parleyv1alpha1.CheckpointReset
 		if !whole || turn != 0 {
 			// An Archive or Reset checkpoint keeps everything, even a turn still waiting for a
 			// tool: what it does not hold, the reset keeps in the history.

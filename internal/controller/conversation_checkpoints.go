@@ -57,7 +57,7 @@ func decideCheckpoints(conv *parleyv1alpha1.Conversation, existing []parleyv1alp
 	for i := range existing {
 		c := &existing[i]
 		have[c.Name] = true
-		if c.Spec.Reason == parleyv1alpha1.CheckpointScheduled && c.Spec.Turn == nil && c.CreationTimestamp.After(lastIntervalAt) {
+		if c.Spec.GetReason() == parleyv1alpha1.CheckpointScheduled && c.Spec.Turn == nil && c.CreationTimestamp.After(lastIntervalAt) {
 			lastIntervalAt, lastIntervalSeq = c.CreationTimestamp.Time, c.Status.Sequence
 		}
 		if c.Status.Phase == parleyv1alpha1.CheckpointReady && (newestReady == nil || newer(c, newestReady)) {

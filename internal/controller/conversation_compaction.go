@@ -179,7 +179,7 @@ func (r *ConversationReconciler) reconcileCompaction(ctx context.Context, s *con
 			if outcome.Request.Sequence == req.Sequence && outcome.Request.Force == req.Force {
 				s.setCondition(parleyv1alpha1.ConditionCompacting, metav1.ConditionFalse, parleyv1alpha1.ReasonNothingToCompact,
 					fmt.Sprintf("%s found nothing to fold in epoch %d (keepRecentMessages %d, tool calls kept with their results)",
-						compaction.Strategy(s.conv.Spec.Context.Strategy), epoch, s.conv.Spec.Context.GetKeepRecentMessages()))
+						compaction.Strategy(&s.conv.Spec.Context), epoch, s.conv.Spec.Context.GetKeepRecentMessages()))
 				clearCompactionDegraded(s)
 				return
 			}
@@ -206,7 +206,7 @@ func (r *ConversationReconciler) reconcileCompaction(ctx context.Context, s *con
 		reason, msg = parleyv1alpha1.ReasonCompactionRequested, "requested by "+parleyv1alpha1.AnnotationCompactRequestedAt
 	}
 	s.setCondition(parleyv1alpha1.ConditionCompacting, metav1.ConditionTrue, reason,
-		fmt.Sprintf("%s; compacting epoch %d with %s (Checkpoint %s)", msg, epoch, compaction.Strategy(s.conv.Spec.Context.Strategy), ckpt.Name))
+		fmt.Sprintf("%s; compacting epoch %d with %s (Checkpoint %s)", msg, epoch, compaction.Strategy(&s.conv.Spec.Context), ckpt.Name))
 }
 
 // compactionCheckpoint creates the epoch's Compaction Checkpoint when it is missing and

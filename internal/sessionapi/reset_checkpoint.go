@@ -57,7 +57,7 @@ func (s *Server) resetCheckpoint(ctx context.Context, req *request, name, keyID 
 		return nil, problem(503, wire.ProblemUnavailable, "Service Unavailable", "reading or creating the Reset Checkpoint failed")
 	}
 	if ckpt.Annotations[parleyv1alpha1.AnnotationResetKey] != keyID || ckpt.Spec.ConversationRef.Name != req.conv.Name ||
-		ckpt.Spec.Reason != parleyv1alpha1.CheckpointReset {
+		ckpt.Spec.GetReason() != parleyv1alpha1.CheckpointReset {
 		return nil, problem(409, wire.ProblemConflict, "Conflict", "a Checkpoint named "+name+" exists and is not this reset's")
 	}
 	if ckpt.Status.SessionID != "" && ckpt.Status.SessionID != req.conv.Status.SessionID {

@@ -122,7 +122,7 @@ func Describe(w io.Writer, in DescribeInput) error {
 	p.table([]string{"NAME", "REASON", "TURN", "PHASE", "MESSAGES", "TOKENS", "AGE"}, len(ckpts), func(i int) []string {
 		k := &ckpts[i]
 		return []string{
-			k.Name, string(k.Spec.Reason), fmt.Sprint(k.Status.Turn), orDash(string(k.Status.Phase)),
+			k.Name, string(k.Spec.GetReason()), fmt.Sprint(k.Status.Turn), orDash(string(k.Status.Phase)),
 			Count(k.Status.Messages), Count(k.Status.Tokens), Duration(in.Now.Sub(k.CreationTimestamp.Time)),
 		}
 	})
@@ -192,13 +192,10 @@ func contextLine(c *parleyv1alpha1.Conversation) string {
 	}
 	s := ContextBar(tokens, limit, 20)
 	if limit > 0 {
-		if c.Spec.Context.Strategy == parleyv1alpha1.CompactionNone {
+		if strategy := c.Spec.Context.GetStrategy(); strategy == parleyv1alpha1.CompactionNone {
 			s += " · no compaction"
-		} else if pct := c.Spec.Context.CompactAtPercent; pct > 0 {
-			s += fmt.Sprintf(" · compacts at %d%%", pct)
-			if c.Spec.Context.Strategy != "" {
-				s += " (" + string(c.Spec.Context.Strategy) + ")"
-			}
+		} else {
+			s += fmt.Sprintf(" · compacts at %d%% (%s)", c.Spec.Context.GetCompactAtPercent(), strategy)
 		}
 	}
 	return s

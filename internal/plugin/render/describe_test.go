@@ -151,6 +151,12 @@ func TestDescribeLines(t *testing.T) {
 			edit: func(c *parleyv1alpha1.Conversation) { c.Spec.Context.Strategy = parleyv1alpha1.CompactionNone },
 			want: []string{"Context:          [██████░░░░░░░░░░░░░░]  31%  31,000 / 100,000 tokens · no compaction"},
 		},
+		"compaction left to the defaults": {
+			edit: func(c *parleyv1alpha1.Conversation) {
+				c.Spec.Context = parleyv1alpha1.ContextSpec{MaxTokens: c.Spec.Context.MaxTokens}
+			},
+			want: []string{"Context:          [██████░░░░░░░░░░░░░░]  31%  31,000 / 100,000 tokens · compacts at 80% (SlidingWindow)"},
+		},
 		"history not initialised": {
 			edit: func(c *parleyv1alpha1.Conversation) { c.Status.History = nil },
 			want: []string{"History:          - (not initialised yet)"},
