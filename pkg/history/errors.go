@@ -1,6 +1,9 @@
 package history
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Errors returned by every backend. Test them with errors.Is: backends wrap
 // them with context.
@@ -25,3 +28,7 @@ var (
 func IsRetryable(err error) bool {
 	return errors.Is(err, ErrUnavailable) || errors.Is(err, ErrConflict)
 }
+
+// ErrBusy: the read could not have the memory to decode the object in time, because other
+// reads held the process's DecodeBudget. It is an ErrUnavailable: retrying later may succeed.
+var ErrBusy = fmt.Errorf("%w: busy decoding other histories", ErrUnavailable)

@@ -58,6 +58,9 @@ type Config struct {
 	CompressSegments bool
 	// Linger delays each group commit to gather more appends; 0: none.
 	Linger time.Duration
+	// DecodeBudget bounds the memory that decoding objects takes at once; give every store of
+	// a process the same one. Nil: a default budget of this store's own.
+	DecodeBudget *history.DecodeBudget
 }
 
 // New returns a Store keeping histories in ConfigMaps.
@@ -86,5 +89,6 @@ func New(cfg Config) (history.Store, error) {
 		TooLargeHint:     tooLargeHint,
 		Linger:           cfg.Linger,
 		CompressSegments: cfg.CompressSegments,
+		DecodeBudget:     cfg.DecodeBudget,
 	}), nil
 }

@@ -65,8 +65,13 @@ func deflateZeros(data, dict []byte) []byte {
 
 // HideSize returns a copy of a gzip member whose trailer declares a size of 0, as a hostile
 // writer may: only inflating it tells how large it is.
-func HideSize(gz []byte) []byte {
+func HideSize(gz []byte) []byte { return DeclareSize(gz, 0) }
+
+// DeclareSize returns a copy of a gzip member whose trailer declares n bytes (modulo 2^32): a
+// bomb declaring the largest size its store accepts is inflated that far before it is found
+// out, the costliest object a hostile writer can plant.
+func DeclareSize(gz []byte, n int64) []byte {
 	out := bytes.Clone(gz)
-	copy(out[len(out)-4:], []byte{0, 0, 0, 0})
+	binary.LittleEndian.PutUint32(out[len(out)-4:], uint32(n))
 	return out
 }

@@ -76,3 +76,51 @@ func TestPrefixStaysInTheBucket(t *testing.T) {
 		}
 	}
 }
+
+// Bodies being received count in the decode budget the stores of a process share: with the
+// budget taken by other reads, a GET waits for its part and then gives up with ErrBusy, having
+// read little of a large body, rather than holding another object's worth of memory.
+func TestGetBodiesAreReceivedWithinTheDecodeBudget(t *testing.T) {
+	const body = 48 << 20
+	var sent atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			w.WriteHeader(http.StatusNotImplemented)
+			return
+		}
+		w.Header().Set("ETag", `"large"`)
+		w.Header().Set("Last-Modified", time.Now().UTC().Format(http.TimeFormat))
+		w.Header().Set("Content-Length", strconv.Itoa(body))
+		chunk := make([]byte, 64<<10)
+		for sent.Load() < body {
+			n, err := w.Write(chunk)
+			sent.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	budget := history.NewDecodeBudget(64<<20, 50*time.Millisecond)
+	st, err := s3.New(s3.Config{
+		Endpoint: srv.URL, Bucket: "large", Region: "us-east-1", Addressing: s3.AddressingPath,
+		AccessKeyID: "id", SecretAccessKey: "secret", MaxRetries: 1, DecodeBudget: budget,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = st.Close() }()
+	release, err := budget.Acquire(context.Background(), 32<<20) // held by other reads
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	_, err = st.Open(context.Background(), "conversation", history.OpenOptions{}) // reads the index
+	if !errors.Is(err, history.ErrBusy) {
+		t.Fatalf("open with half the budget taken and a %d MiB index: %v, want ErrBusy", body>>20, err)
+	}
+	srv.CloseClientConnections()
+	if n := sent.Load(); n > body/2 {
+		t.Fatalf("the store received %d MiB of the body before giving up", n>>20)
+	}
+}

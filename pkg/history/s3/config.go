@@ -16,6 +16,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/parley-dev/parley/pkg/history"
 )
 
 // Addressing selects how the bucket appears in request URLs.
@@ -78,6 +80,9 @@ type Config struct {
 	Linger time.Duration
 	// MaxBytes caps a history's payload; 0: no cap.
 	MaxBytes int64
+	// DecodeBudget bounds the memory that reading and decoding objects takes at once; give
+	// every store of a process the same one. Nil: a default budget of this store's own.
+	DecodeBudget *history.DecodeBudget
 
 	// dial replaces the transport's dialer; tests use it to resolve
 	// virtual-host names without DNS.

@@ -21,6 +21,9 @@ type backend struct {
 	client *minio.Client
 	bucket string
 	prefix string
+	// budget also bounds the bodies being read at once: an endpoint answering every GET with
+	// an object of the largest size costs no more than the budget, however many are read.
+	budget *history.DecodeBudget
 }
 
 // Objects ignores the owner: objects outside the cluster are removed by the
@@ -79,6 +82,15 @@ func (o *objects) Get(ctx context.Context, key string) ([]byte, string, error) {
 	if info.Size > limit {
 		return nil, "", engine.ErrObjectTooLong(key, limit)
 	}
+	expect := limit // no Content-Length: the most it may be
+	if info.Size >= 0 {
+		expect = info.Size + bytes.MinRead
+	}
+	release, err := o.budget.Acquire(ctx, expect)
+	if err != nil {
+		return nil, "", fmt.Errorf("s3 GET %s: %w", key, err)
+	}
+	defer release()
 	var buf bytes.Buffer
 	buf.Grow(int(max(info.Size, 0)) + bytes.MinRead) // no regrowth when the length is true
 	if _, err := buf.ReadFrom(io.LimitReader(body, limit+1)); err != nil {

@@ -42,7 +42,11 @@ func New(cfg Config) (history.Store, error) {
 	if cfg.MaxOpenBytes == 0 {
 		cfg.MaxOpenBytes = DefaultMaxOpenBytes
 	}
-	return engine.New(&backend{client: client, bucket: cfg.Bucket, prefix: cfg.Prefix}, engine.Options{
+	if cfg.DecodeBudget == nil {
+		cfg.DecodeBudget = history.NewDecodeBudget(history.DefaultDecodeBudget, 0)
+	}
+	b := &backend{client: client, bucket: cfg.Bucket, prefix: cfg.Prefix, budget: cfg.DecodeBudget}
+	return engine.New(b, engine.Options{
 		MaxObjectBytes:   maxObjectBytes,
 		SealBytes:        cfg.SealBytes,
 		MaxTailObjects:   cfg.MaxTailObjects,
@@ -51,6 +55,7 @@ func New(cfg Config) (history.Store, error) {
 		TooLargeHint:     tooLargeHint,
 		Linger:           cfg.Linger,
 		CompressSegments: cfg.CompressSegments,
+		DecodeBudget:     cfg.DecodeBudget,
 	}), nil
 }
 

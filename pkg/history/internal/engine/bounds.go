@@ -19,8 +19,12 @@ import (
 //     backend's answer again);
 //   - a compressed segment whose gzip trailer declares a size past the limit is refused before
 //     it is inflated, and inflation stops at the limit whatever the trailer says (codec.go);
+//   - inflation also stops at the size the trailer declares: an honest segment inflates to
+//     exactly that, so a bomb that hides its size is refused once it passes it;
 //   - segments are decoded as they inflate, line by line: the whole inflated object is never
-//     held next to its entries.
+//     held next to its entries, and a segment holds no more entries than its key names;
+//   - every decode first takes what it may hold (decodeCost) from the process's
+//     history.DecodeBudget, so reads at once, hostile or not, hold no more than the budget.
 //
 // The format carries no digest of the compressed bytes (the footer's checksum covers the
 // lines), so the declared size is the only check possible before inflating.
@@ -70,3 +74,14 @@ func (o boundedObjects) Get(ctx context.Context, key string) ([]byte, string, er
 	}
 	return data, ver, err
 }
+
+// decodeCost is the most memory decoding an object may hold at once: its stored bytes, the
+// longest line gathered whole (at most what the object inflates to, bound), and the entries
+// decoded (their bytes, at most bound, and each entry's own overhead, at most entries of them).
+func decodeCost(stored int, bound int64, entries uint64) int64 {
+	return int64(stored) + 2*bound + int64(min(entries, uint64(bound)))*entryOverhead
+}
+
+// manifestCost is the most memory decoding an index object may hold: its bytes, and the
+// decoded manifest, at most a few times as much (open entries are copied out of it once).
+func manifestCost(stored int) int64 { return 3 * int64(stored) }

@@ -2,7 +2,9 @@ package engine
 
 import (
 	"bytes"
+	le "encoding/binary"
 	"errors"
+	"math"
 	"runtime"
 	"testing"
 
@@ -44,7 +46,7 @@ func TestDecodeStopsReadingAtTheLimit(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			src := &endless{head: []byte(tt.head), pattern: []byte(tt.pattern)}
-			_, err := decodeLines(src, limit)
+			_, err := decodeLines(src, limit, math.MaxInt)
 			if !errors.Is(err, history.ErrCorrupt) {
 				t.Fatalf("decode of an endless stream: %v, want ErrCorrupt", err)
 			}
@@ -102,4 +104,65 @@ func TestCacheCountsDecodedEntries(t *testing.T) {
 	if got, stored := footprint(entries), len(compress(encodeEntries(entries))); got < 2000 || got <= int64(stored) {
 		t.Fatalf("footprint %d bytes for 2,000 bytes of data stored in %d", got, stored)
 	}
+}
+
+// lineBomb is a compressed segment of one entry line that never ends, n bytes long, whose
+// trailer declares declared bytes.
+func lineBomb(n int, declared uint32) []byte {
+	head := []byte(`{"s":1,"id":"bomb","b":"`)
+	gz := compress(append(head, bytes.Repeat([]byte("A"), n-len(head))...))
+	le.LittleEndian.PutUint32(gz[len(gz)-4:], declared)
+	return gz
+}
+
+// An honest segment inflates to exactly the size its trailer declares: inflation stops there,
+// so a bomb that hides its size (declares less than it holds) is refused having inflated next
+// to nothing, far below the store's limit.
+func TestInflationStopsAtTheDeclaredSize(t *testing.T) {
+	const limit = 16 << 20
+	data := lineBomb(limit, 1000)
+	var err error
+	allocated := allocatedBy(func() { _, err = decodeEntries(data, limit) })
+	if !errors.Is(err, history.ErrCorrupt) {
+		t.Fatalf("decode of a segment holding more than it declares: %v, want ErrCorrupt", err)
+	}
+	if allocated > limit/8 {
+		t.Fatalf("decoding allocated %d KiB: inflation went past the declared 1,000 bytes", allocated>>10)
+	}
+}
+
+// A line longer than the read buffer is gathered in one allocation of what is left of the
+// object, not by doubling: a bomb that truthfully declares the limit costs about the limit once,
+// not the limit and every smaller buffer before it.
+func TestALongLineIsGatheredOnce(t *testing.T) {
+	const limit = 16 << 20
+	data := lineBomb(limit, limit)
+	var err error
+	allocated := allocatedBy(func() { _, err = decodeEntries(data, limit) })
+	if !errors.Is(err, history.ErrCorrupt) {
+		t.Fatalf("decode of a line that never ends: %v, want ErrCorrupt", err)
+	}
+	if allocated > limit*5/4 {
+		t.Fatalf("gathering one line of %d MiB allocated %d MiB", limit>>20, allocated>>20)
+	}
+}
+
+// A segment holds no more entries than its key names: decoding stops at the next one, so what
+// it holds stays within what the read asked of the decode budget.
+func TestDecodeStopsPastTheEntriesTheKeyNames(t *testing.T) {
+	data := encodeEntries([]history.Entry{{Seq: 1, ID: "a", Data: []byte(`1`)}, {Seq: 2, ID: "b", Data: []byte(`2`)}})
+	if _, err := decodeSegment(data, testLimit, 2); err != nil {
+		t.Fatalf("two entries where the key names two: %v", err)
+	}
+	if _, err := decodeSegment(data, testLimit, 1); !errors.Is(err, history.ErrCorrupt) {
+		t.Fatalf("two entries where the key names one: %v, want ErrCorrupt", err)
+	}
+}
+
+func allocatedBy(fn func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	fn()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
 }

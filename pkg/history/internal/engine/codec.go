@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"math"
 	"strconv"
 	"unicode/utf8"
 
@@ -130,14 +131,39 @@ func gzipTrailerSize(data []byte) int64 {
 // bytes (inflated, when it is a compressed segment). See bounds.go for why nothing here may
 // grow past limit.
 func decodeEntries(data []byte, limit int64) ([]history.Entry, error) {
+	return decodeSegment(data, limit, math.MaxInt)
+}
+
+// decodeBound is the most an object of a store whose objects are at most limit bytes may
+// inflate to: its length, or, compressed, the size its gzip trailer declares. An honest segment
+// inflates to exactly that size, so a larger one is corrupt and decoding stops there; a trailer
+// that declares more than limit is refused before anything is inflated.
+func decodeBound(data []byte, limit int64) (int64, error) {
 	if !isGzip(data) {
 		if int64(len(data)) > limit {
-			return nil, fmt.Errorf("%w: segment of %d bytes, the limit is %d", history.ErrCorrupt, len(data), limit)
+			return 0, fmt.Errorf("%w: segment of %d bytes, the limit is %d", history.ErrCorrupt, len(data), limit)
 		}
-		return decodeLines(bytes.NewReader(data), limit)
+		return int64(len(data)), nil
 	}
-	if declared := gzipTrailerSize(data); limit < 1<<32 && declared > limit {
-		return nil, fmt.Errorf("%w: compressed segment declares %d bytes, the limit is %d", history.ErrCorrupt, declared, limit)
+	if limit >= 1<<32 { // the trailer holds the size modulo 2^32
+		return limit, nil
+	}
+	declared := gzipTrailerSize(data)
+	if declared > limit {
+		return 0, fmt.Errorf("%w: compressed segment declares %d bytes, the limit is %d", history.ErrCorrupt, declared, limit)
+	}
+	return declared, nil
+}
+
+// decodeSegment is decodeEntries of an object that may hold no more than most entries:
+// decoding stops with ErrCorrupt at the next one, so what it holds stays within decodeCost.
+func decodeSegment(data []byte, limit int64, most int) ([]history.Entry, error) {
+	bound, err := decodeBound(data, limit)
+	if err != nil {
+		return nil, err
+	}
+	if !isGzip(data) {
+		return decodeLines(bytes.NewReader(data), bound, most)
 	}
 	src := bytes.NewReader(data)
 	zr, err := gzip.NewReader(src)
@@ -145,7 +171,7 @@ func decodeEntries(data []byte, limit int64) ([]history.Entry, error) {
 		return nil, fmt.Errorf("%w: segment: %w", history.ErrCorrupt, err)
 	}
 	zr.Multistream(false) // one member, as compress writes it
-	entries, err := decodeLines(zr, limit)
+	entries, err := decodeLines(zr, bound, most)
 	if err != nil {
 		return nil, err
 	}
@@ -157,11 +183,12 @@ func decodeEntries(data []byte, limit int64) ([]history.Entry, error) {
 
 // decodeLines reads the lines of an object as they come (r may be an inflating reader) and
 // decodes each entry, so the object is never held whole; it stops with ErrCorrupt once more
-// than limit bytes came. The footer, the last line, must hold the number of entries and the
-// checksum of the lines before it, and end with its newline (an object cut there is corrupt).
-func decodeLines(r io.Reader, limit int64) ([]history.Entry, error) {
+// than limit bytes, or more than most entries, came. The footer, the last line, must hold the
+// number of entries and the checksum of the lines before it, and end with its newline (an
+// object cut there is corrupt).
+func decodeLines(r io.Reader, limit int64, most int) ([]history.Entry, error) {
 	src := &io.LimitedReader{R: r, N: limit + 1}
-	br := bufio.NewReaderSize(src, 64<<10)
+	br := bufio.NewReaderSize(src, lineBuffer)
 	sum := sha256.New()
 	var entries []history.Entry
 	var long []byte // a line longer than br's buffer, gathered
@@ -172,7 +199,8 @@ func decodeLines(r io.Reader, limit int64) ([]history.Entry, error) {
 			!bytes.HasPrefix(head, entryStart) && !bytes.HasPrefix(head, footerStart) {
 			return nil, fmt.Errorf("%w: segment: a line that is neither an entry nor the footer", history.ErrCorrupt)
 		}
-		l, err := readLine(br, &long, limit)
+		// A line is at most what is left of the object: what br holds and what src may still give.
+		l, err := readLine(br, &long, int64(br.Buffered())+src.N)
 		if src.N <= 0 {
 			return nil, fmt.Errorf("%w: segment holds more than %d bytes", history.ErrCorrupt, limit)
 		}
@@ -192,10 +220,16 @@ func decodeLines(r io.Reader, limit int64) ([]history.Entry, error) {
 			}
 			return entries, nil
 		}
+		if len(entries) == most {
+			return nil, fmt.Errorf("%w: segment holds more than the %d entries its key names", history.ErrCorrupt, most)
+		}
 		sum.Write(l)
 		entries = append(entries, entryOf(ln))
 	}
 }
+
+// lineBuffer is the decoder's read buffer: lines up to its size are decoded in place.
+const lineBuffer = 64 << 10
 
 // How encodeLine and sealLines start their lines.
 var entryStart, footerStart = []byte(`{"s":`), []byte(`{"end"`)
@@ -218,9 +252,11 @@ func closeLines(br *bufio.Reader, f *footer, sum hash.Hash, n int) error {
 }
 
 // readLine returns the next line with its newline; io.EOF when the object ends, also in the
-// middle of a line. A line longer than br's buffer is gathered in *long, which grows by
-// doubling but never past limit+1 (br's reader ends there). The line is valid until the next call.
-func readLine(br *bufio.Reader, long *[]byte, limit int64) ([]byte, error) {
+// middle of a line. A line longer than br's buffer is gathered in *long, which is allocated once
+// at room, the most the line can be (what is left of the object), rather than grown by
+// doubling: the decode then holds one copy of its longest line, and a bomb's endless line costs
+// no garbage besides. The line is valid until the next call.
+func readLine(br *bufio.Reader, long *[]byte, room int64) ([]byte, error) {
 	l, err := br.ReadSlice('\n')
 	if !errors.Is(err, bufio.ErrBufferFull) {
 		if err != nil {
@@ -228,9 +264,12 @@ func readLine(br *bufio.Reader, long *[]byte, limit int64) ([]byte, error) {
 		}
 		return l, nil
 	}
+	if int64(cap(*long)) < room {
+		*long = make([]byte, 0, room)
+	}
 	*long = (*long)[:0]
 	for {
-		*long = appendCapped(*long, l, limit+1)
+		*long = append(*long, l...)
 		if !errors.Is(err, bufio.ErrBufferFull) {
 			break
 		}
@@ -240,16 +279,6 @@ func readLine(br *bufio.Reader, long *[]byte, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	return *long, nil
-}
-
-// appendCapped appends l to dst, doubling dst's capacity when it must grow, up to most.
-func appendCapped(dst, l []byte, most int64) []byte {
-	if need := len(dst) + len(l); need > cap(dst) {
-		grown := make([]byte, len(dst), max(min(2*int64(cap(dst)), most), int64(need)))
-		copy(grown, dst)
-		dst = grown
-	}
-	return append(dst, l...)
 }
 
 // verifyFooter checks the footer line that closes data against the lines before it and

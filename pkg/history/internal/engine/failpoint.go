@@ -10,6 +10,8 @@ package engine
 //	"sealed"        a commit sealed the tail itself (at the hard bound), the index has
 //	                not moved yet
 //	"queued"        an Append has queued its request for the next group commit
+//	"decoding"      a read holds its part of the decode budget and starts decoding an object
+//	"decoded"       that decode is done; its part of the budget is given back next
 var Failpoint func(name string)
 
 func failpoint(name string) {

@@ -1,6 +1,10 @@
 package engine
 
-import "time"
+import (
+	"time"
+
+	"github.com/parley-dev/parley/pkg/history"
+)
 
 // Options tune the engine for a backend. Zero fields take the defaults below.
 type Options struct {
@@ -34,6 +38,10 @@ type Options struct {
 	OpTimeout time.Duration
 	// MaxAttempts bounds compare-and-swap retries of one commit.
 	MaxAttempts int
+	// DecodeBudget bounds the memory decodes of stored objects take at once; share one
+	// between the stores of a process. Nil: a budget of history.DefaultDecodeBudget of this
+	// store's own.
+	DecodeBudget *history.DecodeBudget
 }
 
 // DefaultMaxOpenBytes bounds the open tail when a backend sets no bound: 32 messages of
@@ -64,6 +72,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxAttempts == 0 {
 		o.MaxAttempts = 64
+	}
+	if o.DecodeBudget == nil {
+		o.DecodeBudget = history.NewDecodeBudget(history.DefaultDecodeBudget, 0)
 	}
 	return o
 }

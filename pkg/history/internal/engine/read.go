@@ -20,7 +20,7 @@ func (h *log) loadManifest(ctx context.Context) (manifest, string, error) {
 	if err != nil {
 		return manifest{}, "", err
 	}
-	m, err := decodeManifest(data)
+	m, err := h.store.decodeManifest(ctx, data)
 	return m, ver, err
 }
 
@@ -201,7 +201,7 @@ func (h *log) entries(ctx context.Context, key string, dk dataKey) ([]history.En
 	if err != nil {
 		return nil, err
 	}
-	entries, err := decodeEntries(data, h.opts.readLimit())
+	entries, err := h.store.decodeSegment(ctx, data, dk.last-dk.first+1)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", key, err)
 	}

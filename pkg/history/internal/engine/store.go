@@ -59,7 +59,7 @@ func (s *Store) Open(ctx context.Context, name string, opts history.OpenOptions)
 	if err != nil {
 		return nil, err
 	}
-	index, err := ensureIndex(ctx, objects, opts)
+	index, err := ensureIndex(ctx, objects, opts, s.decodeManifest)
 	if err != nil {
 		return nil, fmt.Errorf("open history %q: %w", name, err)
 	}
@@ -94,18 +94,18 @@ type indexSeen struct {
 	created bool
 }
 
-func seen(data []byte, ver string) indexSeen {
-	m, err := decodeManifest(data)
+func seen(ctx context.Context, data []byte, ver string, decode manifestDecoder) indexSeen {
+	m, err := decode(ctx, data)
 	return indexSeen{m: m, ver: ver, ok: err == nil && ver != ""}
 }
 
 // ensureIndex finds the history's index, creating it when opts.Create allows
 // and it is missing. With ProbablyNew it tries the create first.
-func ensureIndex(ctx context.Context, objects Objects, opts history.OpenOptions) (indexSeen, error) {
+func ensureIndex(ctx context.Context, objects Objects, opts history.OpenOptions, decode manifestDecoder) (indexSeen, error) {
 	if !opts.Create || !opts.ProbablyNew {
 		data, ver, err := objects.Get(ctx, indexKey)
 		if err == nil {
-			return seen(data, ver), nil
+			return seen(ctx, data, ver, decode), nil
 		}
 		if !errors.Is(err, history.ErrNotFound) || !opts.Create {
 			return indexSeen{}, err
@@ -129,7 +129,7 @@ func ensureIndex(ctx context.Context, objects Objects, opts history.OpenOptions)
 		}
 		return indexSeen{}, gerr
 	}
-	return seen(data, ver), nil
+	return seen(ctx, data, ver, decode), nil
 }
 
 // Delete implements history.Store. The index goes first, so writers of
