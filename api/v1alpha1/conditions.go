@@ -201,6 +201,9 @@ const (
 	EventForked = "Forked"
 	// EventHistoryUnavailable: the history could not be opened or initialised (Warning).
 	EventHistoryUnavailable = "HistoryUnavailable"
+	// EventHistoryReadDeferred: this replica was decoding as much stored history as its decode
+	// budget allows, so the history was not read this time; looked at again shortly (Warning).
+	EventHistoryReadDeferred = "HistoryReadDeferred"
 	// EventHistoryDeleted: the expiration policy Delete removed the history.
 	EventHistoryDeleted = "HistoryDeleted"
 	// EventHistoryArchived: the expiration policy Archive removed the live history after a

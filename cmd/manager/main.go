@@ -55,6 +55,7 @@ type options struct {
 	kubeAPIBurst         int
 	historyAPIQPS        float64
 	historyAPIBurst      int
+	decodeBudget         int64
 	concurrency          int
 	eventsInFlight       int
 	compactions          int
@@ -113,6 +114,8 @@ func bindFlags(fs *flag.FlagSet, o *options) {
 	fs.Float64Var(&o.historyAPIQPS, "history-api-qps", 600,
 		"Queries per second to the API server for ConfigMap histories (their own client: history writes do not starve the controllers).")
 	fs.IntVar(&o.historyAPIBurst, "history-api-burst", 1200, "Burst of queries to the API server for ConfigMap histories.")
+	fs.Int64Var(&o.decodeBudget, "history-decode-budget", 0,
+		"Bytes of memory that reads of stored history (S3 bodies, inflating and decoding segments and indexes) may take at once, all conversations together; a read that does not fit waits up to 10s, then 503 at the Session API. 0: a quarter of GOMEMLIMIT, at least 160 MiB (384 MiB without GOMEMLIMIT).")
 	fs.IntVar(&o.concurrency, "max-concurrent-reconciles", 16,
 		"Conversations reconciled in parallel (a reconcile waits on the API server and the history store).")
 	fs.IntVar(&o.eventsInFlight, "max-events-in-flight", eventsink.DefaultInFlight,
@@ -297,6 +300,9 @@ func newStores(restCfg *rest.Config, mgr ctrl.Manager, o options) (*historystore
 		return nil, fmt.Errorf("creating the ConfigMap history client: %w", err)
 	}
 	stores := &historystore.Stores{ConfigMaps: cmClient, Secrets: mgr.GetAPIReader()}
+	budget := newDecodeBudget(o)
+	stores.S3.DecodeBudget, stores.ConfigMap.DecodeBudget = budget, budget
+	metrics.DecodeBudget.Set(budget)
 	if err := mgr.Add(stores); err != nil {
 		return nil, fmt.Errorf("adding the history stores: %w", err)
 	}

@@ -350,11 +350,30 @@ func (r *ConversationReconciler) configMapValue(ctx context.Context, namespace s
 // brings the next reconcile sooner.
 const lastingHistoryRecheck = 5 * time.Minute
 
+// busyHistoryRecheck is how soon a history is read again when this replica's decode budget
+// was taken by other reads: the reads ahead of it end within seconds.
+const busyHistoryRecheck = 5 * time.Second
+
+// historyDeferred records a read that could not have its part of the decode budget in time:
+// nothing is known to be wrong with the history, so its conditions stay as they are; a Warning
+// event says why it was not read, and it is read again after busyHistoryRecheck (the
+// workqueue's backoff would start at milliseconds, each try waiting on the same budget).
+func (r *ConversationReconciler) historyDeferred(s *conversationScope) {
+	s.warning(parleyv1alpha1.EventHistoryReadDeferred, "Read",
+		"this replica is decoding as much stored history as its memory allows (--history-decode-budget); reading again in %s", busyHistoryRecheck)
+	metrics.StoreErrors.WithLabelValues(backendOf(s.conv), metrics.ReasonDecodeBusy).Inc()
+	s.requeueAfter(busyHistoryRecheck)
+}
+
 // historyFailed records a failure to reach or initialise the history: HistoryAvailable=False
 // with the cause's reason, a Warning event when the reason changes, and a retry with backoff,
 // or, for a lasting cause, a look again after lastingHistoryRecheck: the workqueue's backoff
 // starts at milliseconds, and each try would read the same hostile bytes again.
 func (r *ConversationReconciler) historyFailed(s *conversationScope, err error) {
+	if errors.Is(err, history.ErrBusy) {
+		r.historyDeferred(s)
+		return
+	}
 	reason, msg := historystore.Reason(err), historystore.Message(err)
 	prev := s.condition(parleyv1alpha1.ConditionHistoryAvailable)
 	if prev == nil || prev.Reason != reason || prev.Status != metav1.ConditionFalse {

@@ -145,3 +145,21 @@ func TestHistoryFailureRetry(t *testing.T) {
 		})
 	}
 }
+
+// A read put off because this replica's decode budget was taken says nothing about the history:
+// its HistoryAvailable condition stays as it was, a Warning event says why it was not read, and
+// it is read again after a few seconds rather than with the workqueue's backoff.
+func TestHistoryReadDeferredWhenDecodesAreBusy(t *testing.T) {
+	s := newConversationScope(testConv(), created)
+	s.setCondition(parleyv1alpha1.ConditionHistoryAvailable, metav1.ConditionTrue, parleyv1alpha1.ReasonHistoryReady, "")
+	(&ConversationReconciler{}).historyFailed(s, fmt.Errorf("segment: %w", history.ErrBusy))
+	if c := s.condition(parleyv1alpha1.ConditionHistoryAvailable); c == nil || c.Status != metav1.ConditionTrue {
+		t.Fatalf("HistoryAvailable %+v, want it left True", c)
+	}
+	if s.retryErr != nil || s.requeue != busyHistoryRecheck {
+		t.Fatalf("retry error %v, requeue %v: want no backoff and a look again after %v", s.retryErr, s.requeue, busyHistoryRecheck)
+	}
+	if len(s.events) != 1 || s.events[0].reason != parleyv1alpha1.EventHistoryReadDeferred || !s.events[0].warning {
+		t.Fatalf("events %+v, want one Warning %s", s.events, parleyv1alpha1.EventHistoryReadDeferred)
+	}
+}

@@ -82,7 +82,7 @@ func Register(reader client.Reader) {
 	ctrlmetrics.Registry.MustRegister(Expirations, HistoriesCreated, StoreErrors, CheckpointsCreated, Snapshots,
 		SnapshotBytes, ExpiryLateness, Compactions, CompactionDuration, CompactionTokensSaved, CompactionSummarizerTokens,
 		AgentCrashes, AgentPodsStarted, AgentsFailed, CrashToStart, WakeLatency, SessionAPIRequests, SessionAPIDuration,
-		EventsWaiting, &ConversationCollector{Reader: reader})
+		EventsWaiting, DecodeBudget, &ConversationCollector{Reader: reader})
 }
 
 // EventsWaiting is how many Events wait for their turn to be sent (internal/eventsink): a

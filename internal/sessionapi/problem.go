@@ -45,6 +45,9 @@ func storeProblem(err error) *wire.Problem {
 		// Not 503: no retry mends stored bytes, and each would read them again.
 		return problem(500, wire.ProblemHistoryCorrupt, "History Corrupt",
 			"the stored history failed verification; see the Conversation's HistoryAvailable condition")
+	case errors.Is(err, history.ErrBusy):
+		return problem(503, wire.ProblemOverloaded, "Service Unavailable",
+			"this replica is decoding as much stored history as its memory allows; retry with the same ids")
 	default:
 		return problem(503, wire.ProblemUnavailable, "Service Unavailable",
 			"the history store is unavailable ("+historystore.Reason(err)+"); retry with the same ids")

@@ -25,6 +25,8 @@ func TestStoreProblemOfACorruptHistory(t *testing.T) {
 	}{
 		"corrupt":     {fmt.Errorf("segment: %w", history.ErrCorrupt), 500, wire.ProblemHistoryCorrupt, false},
 		"unavailable": {fmt.Errorf("get: %w", history.ErrUnavailable), 503, wire.ProblemUnavailable, true},
+		// Too much stored history being decoded at once on this replica: not the store's fault.
+		"busy": {fmt.Errorf("segment: %w", history.ErrBusy), 503, wire.ProblemOverloaded, true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			rec := httptest.NewRecorder()
