@@ -103,14 +103,16 @@ func (e *env) plantBomb(ctx context.Context, t *testing.T, conv *parleyv1alpha1.
 }
 
 // bombsAtOnce: the bound on one hostile read is per read; several poisoned conversations read
-// at once must still leave the manager alive, under its limit, and the others appending.
+// at once must still leave the manager alive, under its limit, and the others appending. Each
+// bomb declares the largest object an S3 history holds (64 MiB, docs/storage.md), so each read
+// inflates that much before it is found out.
 func bombsAtOnce(ctx context.Context, t *testing.T, e *env) {
 	ns := e.namespace(ctx, t, "bombs-at-once")
-	const poisoned = 8
+	const poisoned = 16 // together, far past the manager's limit were they decoded at once
 	bystander := inBucket(ns, "bystander", e.store)
 	e.conversation(ctx, t, bystander)
 	agent := e.agentToken(ctx, t, ns)
-	bomb := historytest.HideSize(historytest.GzipBomb(historytest.BombBytes))
+	bomb := historytest.DeclareSize(historytest.GzipBomb(historytest.BombBytes), s3ObjectLimit)
 	names := make([]string, 0, poisoned)
 	for i := range poisoned {
 		c := inBucket(ns, fmt.Sprintf("poisoned-%d", i), e.store)

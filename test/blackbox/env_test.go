@@ -42,7 +42,8 @@ const (
 	agentRole      = "parley-conversation-agent-role"
 	apiUserRole    = "parley-session-api-user-role" // a Role of parley-system
 	audience       = "parley"
-	managerLimitMi = 768 // the manager container's memory limit as shipped
+	managerLimitMi = 768      // the manager container's memory limit as shipped
+	s3ObjectLimit  = 64 << 20 // the largest object of an S3 history (docs/storage.md)
 	bucket         = "blackbox"
 )
 
