@@ -133,12 +133,25 @@ func (o *objects) Delete(ctx context.Context, key string) error {
 }
 
 func (o *objects) List(ctx context.Context, prefix string) ([]engine.ObjectInfo, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // ends the listing's requests when it stops early
 	var out []engine.ObjectInfo
-	for obj := range o.client.ListObjects(ctx, o.bucket, minio.ListObjectsOptions{Prefix: o.base + prefix, Recursive: true}) {
+	opts := minio.ListObjectsOptions{Prefix: o.base + prefix, Recursive: true, MaxKeys: listPageKeys}
+	for obj := range o.client.ListObjectsIter(ctx, o.bucket, opts) {
 		if obj.Err != nil {
+			if errors.Is(obj.Err, history.ErrCorrupt) {
+				return nil, fmt.Errorf("s3 list: %w", obj.Err)
+			}
 			return nil, mapError("list", obj.Err)
 		}
+		if len(out) == maxListedObjects {
+			return nil, fmt.Errorf("%w: s3 list: more than %d objects under %s, more than a history holds",
+				history.ErrCorrupt, maxListedObjects, opts.Prefix)
+		}
 		out = append(out, engine.ObjectInfo{Key: strings.TrimPrefix(obj.Key, o.base), Size: obj.Size})
+	}
+	if err := ctx.Err(); err != nil { // the iterator stops without a word when the context ends
+		return nil, err
 	}
 	return out, nil
 }
