@@ -368,7 +368,8 @@ func (r *ConversationReconciler) historyDeferred(s *conversationScope) {
 // historyFailed records a failure to reach or initialise the history: HistoryAvailable=False
 // with the cause's reason, a Warning event when the reason changes, and a retry with backoff,
 // or, for a lasting cause, a look again after lastingHistoryRecheck: the workqueue's backoff
-// starts at milliseconds, and each try would read the same hostile bytes again.
+// starts at milliseconds, and each try would read the same hostile bytes again. A permanent
+// cause is not retried at all: only a change of the spec mends it.
 func (r *ConversationReconciler) historyFailed(s *conversationScope, err error) {
 	if errors.Is(err, history.ErrBusy) {
 		r.historyDeferred(s)
@@ -381,6 +382,9 @@ func (r *ConversationReconciler) historyFailed(s *conversationScope, err error) 
 	}
 	metrics.StoreErrors.WithLabelValues(backendOf(s.conv), reason).Inc()
 	s.setCondition(parleyv1alpha1.ConditionHistoryAvailable, metav1.ConditionFalse, reason, msg)
+	if historystore.Permanent(err) {
+		return // until the spec changes: the condition and the event say why
+	}
 	if historystore.Lasting(err) {
 		s.requeueAfter(lastingHistoryRecheck)
 		return

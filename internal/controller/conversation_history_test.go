@@ -3,10 +3,12 @@ package controller
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+	"github.com/parley-dev/parley/internal/historystore"
 	"github.com/parley-dev/parley/pkg/history"
 )
 
@@ -128,6 +130,11 @@ func TestHistoryFailureRetry(t *testing.T) {
 		"corrupt":     {fmt.Errorf("segment: %w", history.ErrCorrupt), parleyv1alpha1.ReasonHistoryCorrupt, false},
 		"too large":   {fmt.Errorf("append: %w", history.ErrTooLarge), parleyv1alpha1.ReasonHistoryTooLarge, false},
 		"unavailable": {fmt.Errorf("get: %w", history.ErrUnavailable), parleyv1alpha1.ReasonStoreUnavailable, true},
+		// forkFrom is immutable: retrying cannot mend it, only re-creating the Conversation.
+		"fork source mismatch": {
+			&historystore.Error{Reason: parleyv1alpha1.ReasonForkSourceMismatch, Message: "not that conversation's"},
+			parleyv1alpha1.ReasonForkSourceMismatch, false,
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := newConversationScope(testConv(), created)
@@ -139,8 +146,15 @@ func TestHistoryFailureRetry(t *testing.T) {
 			if got := s.retryErr != nil; got != tt.withBackoff {
 				t.Fatalf("retried with the workqueue's backoff: %v, want %v", got, tt.withBackoff)
 			}
-			if !tt.withBackoff && s.requeue != lastingHistoryRecheck {
-				t.Fatalf("requeued after %v, want %v", s.requeue, lastingHistoryRecheck)
+			wantRequeue := time.Duration(0)
+			if !tt.withBackoff && tt.reason != parleyv1alpha1.ReasonForkSourceMismatch {
+				wantRequeue = lastingHistoryRecheck
+			}
+			if s.requeue != wantRequeue {
+				t.Fatalf("requeued after %v, want %v (0: not at all)", s.requeue, wantRequeue)
+			}
+			if len(s.events) != 1 || !s.events[0].warning {
+				t.Fatalf("events %+v, want one Warning", s.events)
 			}
 		})
 	}

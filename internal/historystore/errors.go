@@ -64,6 +64,14 @@ func Lasting(err error) bool {
 	}
 }
 
+// Permanent reports whether a history error holds for as long as the spec does: nothing but a
+// change of the spec (which brings a reconcile of its own) can mend it, so it is not retried. A
+// fork whose Checkpoint belongs to another conversation than spec.forkFrom.conversation is one
+// (forkFrom is immutable: the Conversation must be re-created).
+func Permanent(err error) bool {
+	return Reason(err) == parleyv1alpha1.ReasonForkSourceMismatch
+}
+
 // Message is the human part of err for a condition: the Error's message, or the error itself.
 func Message(err error) string {
 	var e *Error
