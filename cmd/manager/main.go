@@ -376,7 +376,7 @@ func addSessionAPI(mgr ctrl.Manager, sessions *session.Sessions, o options, tlsS
 		return nil
 	}
 	api := &sessionapi.Server{
-		Addr: o.sessionAPIAddr, Reader: mgr.GetClient(), Writer: mgr.GetClient(), Sessions: sessions,
+		Addr: o.sessionAPIAddr, Reader: mgr.GetClient(), Writer: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Sessions: sessions,
 		Auth:       &sessionapi.Authorizer{Client: mgr.GetClient(), Reviews: o.sessionAPIReviews},
 		FrontProxy: frontProxy, TLS: tlsSetup, Limits: o.sessionAPILimits,
 		MinCompactionInterval: o.compactionInterval,

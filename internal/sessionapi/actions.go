@@ -6,13 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"time"
 
 	authzv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 	"github.com/parley-dev/parley/internal/journal"
@@ -129,28 +126,6 @@ func (s *Server) createCheckpoint(w http.ResponseWriter, r *http.Request, req *r
 		}
 	}
 	writeJSON(w, http.StatusCreated, wire.CheckpointResponse{Name: ckpt.Name})
-	return nil
-}
-
-// requestCompaction asks the controller for a compaction through the annotation it watches.
-func (s *Server) requestCompaction(w http.ResponseWriter, r *http.Request, req *request) *wire.Problem {
-	if p := historyReady(req.conv, false); p != nil {
-		return p
-	}
-	now := time.Now().UTC()
-	if next := nextForcedCompaction(req.conv, s.minCompactionInterval()); now.Before(next) {
-		writeProblem(w, problem(429, wire.ProblemOverloaded, "Too Many Requests", fmt.Sprintf(
-			"a compaction was asked for or run less than %s ago; ask again after %s", s.minCompactionInterval(), next.UTC().Format(time.RFC3339))),
-			next.Sub(now))
-		return nil
-	}
-	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, parleyv1alpha1.AnnotationCompactRequestedAt, now.Format(time.RFC3339))
-	conv := &parleyv1alpha1.Conversation{}
-	conv.Namespace, conv.Name = req.conv.Namespace, req.conv.Name
-	if err := s.Writer.Patch(r.Context(), conv, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return problem(503, wire.ProblemUnavailable, "Service Unavailable", "recording the compaction request failed")
-	}
-	writeJSON(w, http.StatusAccepted, wire.CompactResponse{RequestedAt: now})
 	return nil
 }
 

@@ -45,6 +45,9 @@ type Server struct {
 	// compaction requests (the manager's client).
 	Reader client.Reader
 	Writer client.Client
+	// APIReader reads a Conversation from the API server where the cache may be behind (a
+	// compaction request's check); Writer when nil.
+	APIReader client.Reader
 	// Sessions opens the conversations' live histories; its Activity (nil: none) batches the
 	// lastActivityTime writes of the appends served here.
 	Sessions *session.Sessions
