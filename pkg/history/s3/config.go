@@ -64,6 +64,9 @@ type Config struct {
 	MaxRetries int
 	// RequestTimeout bounds waiting for response headers; 0 means 30s.
 	RequestTimeout time.Duration
+	// TransferTimeout bounds one request's whole exchange, its body included; 0 means
+	// DefaultTransferTimeout. The endpoint may send headers and then its body slowly or never.
+	TransferTimeout time.Duration
 
 	// SealBytes and MaxTailObjects set when the tail is sealed into a
 	// segment; 0 means 1 MiB and 32.

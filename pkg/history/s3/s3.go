@@ -114,7 +114,7 @@ func newClient(cfg Config) (*minio.Client, error) {
 	return minio.New(host, &minio.Options{
 		Creds:        credentials.NewStaticV4(cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken),
 		Secure:       secure,
-		Transport:    boundedListings{transport},
+		Transport:    boundedTransfers{boundedListings{transport}, cfg.transferTimeout()},
 		Region:       cfg.Region,
 		BucketLookup: lookup,
 		MaxRetries:   retries,

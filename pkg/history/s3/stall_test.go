@@ -1,0 +1,69 @@
+package s3_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/parley-dev/parley/pkg/history"
+	"github.com/parley-dev/parley/pkg/history/s3"
+)
+
+// An endpoint that sends its headers and then the body slowly, or never, must not hold the
+// caller (a reconcile worker: the controller reads without a deadline) or its part of the
+// decode budget for ever: every request, its body included, ends within the transfer timeout
+// with ErrUnavailable. The endpoint is chosen by a Conversation's author.
+func TestStalledBodyEndsWithinTheTransferTimeout(t *testing.T) {
+	for name, declared := range map[string]int{"index": 1 << 20, "listing": 0} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodDelete {
+					w.WriteHeader(http.StatusNoContent)
+					return
+				}
+				w.Header().Set("ETag", `"stalled"`)
+				w.Header().Set("Last-Modified", time.Now().UTC().Format(http.TimeFormat))
+				if r.URL.Query().Has("list-type") {
+					w.Header().Set("Content-Type", "application/xml")
+					_, _ = w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><Name>stalled</Name>`))
+				} else {
+					w.Header().Set("Content-Length", strconv.Itoa(declared))
+					_, _ = w.Write([]byte(`{"v":1,`))
+				}
+				w.(http.Flusher).Flush()
+				<-r.Context().Done() // the rest never comes
+			}))
+			defer srv.Close()
+			defer srv.CloseClientConnections()
+			st, err := s3.New(s3.Config{
+				Endpoint: srv.URL, Bucket: "stalled", Region: "us-east-1", Addressing: s3.AddressingPath,
+				AccessKeyID: "id", SecretAccessKey: "secret", MaxRetries: 1, TransferTimeout: time.Second,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = st.Close() }()
+			done := make(chan error, 1)
+			go func() {
+				if declared == 0 {
+					done <- st.Delete(context.Background(), "conversation") // lists the history's objects
+					return
+				}
+				_, err := st.Open(context.Background(), "conversation", history.OpenOptions{}) // reads the index
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if !errors.Is(err, history.ErrUnavailable) {
+					t.Fatalf("a stalled answer: %v, want ErrUnavailable", err)
+				}
+			case <-time.After(15 * time.Second):
+				t.Fatal("a stalled answer still held the caller 15 s after a transfer timeout of 1 s")
+			}
+		})
+	}
+}
