@@ -22,6 +22,7 @@ type HTTPConfig struct {
 	// the environment (OPENAI_API_KEY, ANTHROPIC_*), not a profile file.
 	APIKey string
 	// HTTPClient defaults to a client with no overall timeout (AttemptTimeout bounds each try).
+	// Whichever client is used, redirects are not followed (see withDefaults).
 	HTTPClient *http.Client
 	// AttemptTimeout bounds one HTTP attempt, including reading the body. Default 120s: a
 	// summary of a long history by a large model can take a minute or more. An attempt that
@@ -51,9 +52,15 @@ const (
 )
 
 func (c HTTPConfig) withDefaults() HTTPConfig {
-	if c.HTTPClient == nil {
-		c.HTTPClient = &http.Client{}
+	client := http.Client{}
+	if c.HTTPClient != nil {
+		client = *c.HTTPClient
 	}
+	// The endpoint alone receives the key and the history: a redirect would resend both to a
+	// host the spec does not name (Go's client keeps x-api-key on a redirect to another
+	// host), possibly over plain http. A redirect is answered as the endpoint's error.
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	c.HTTPClient = &client
 	if c.AttemptTimeout <= 0 {
 		c.AttemptTimeout = defaultAttemptTimeout
 	}
