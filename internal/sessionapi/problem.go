@@ -37,6 +37,8 @@ func storeProblem(err error) *wire.Problem {
 	switch {
 	case errors.Is(err, history.ErrTooLarge):
 		return problem(413, wire.ProblemTooLarge, "Content Too Large", "the history's size limit was reached: "+historystore.Message(err))
+	case errors.Is(err, history.ErrInvalidRecord):
+		return problem(422, wire.ProblemInvalid, "Unprocessable Content", historystore.Message(err))
 	case errors.Is(err, history.ErrConflict):
 		return problem(409, wire.ProblemConflict, "Conflict", "the history changed concurrently; retry with the same ids")
 	case errors.Is(err, history.ErrNotFound):

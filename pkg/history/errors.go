@@ -20,9 +20,15 @@ var (
 	// ErrUnavailable: the backend could not be reached or answered with a
 	// transient failure. Retrying later may succeed; appends are idempotent by id.
 	ErrUnavailable = errors.New("history: unavailable")
+	// ErrInvalidRecord: the caller gave a record no store keeps (an id empty, longer than
+	// MaxRecordIDBytes or not UTF-8). Nothing was written; no retry of the same record mends it.
+	ErrInvalidRecord = errors.New("history: invalid record")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("history: store closed")
 )
+
+// MaxRecordIDBytes bounds a record id: ids are kept in memory for idempotency.
+const MaxRecordIDBytes = 512
 
 // IsRetryable reports whether retrying the same call later may succeed.
 func IsRetryable(err error) bool {

@@ -30,8 +30,8 @@ import (
 // lines), so the declared size is the only check possible before inflating.
 
 // readLimitMargin: an object the engine writes may pass MaxObjectBytes by a little. The record
-// bound (maxRecordBytes) leaves room for an id as long as maxIDBytes, but JSON may escape each
-// byte of it to six (TestLargestRecordWithTheLongestID writes that object), and the footer
+// bound (maxRecordBytes) leaves room for an id as long as history.MaxRecordIDBytes, but JSON
+// may escape each byte of it to six (TestLargestRecordWithTheLongestID writes that object), and the footer
 // follows. 64 KiB covers that overhead many times over.
 const readLimitMargin = 64 << 10
 

@@ -530,18 +530,15 @@ func (h *log) deleteQuietly(keys []string) {
 	}
 }
 
-// maxIDBytes bounds a record id; ids are kept in memory for idempotency.
-const maxIDBytes = 512
-
 // checkID refuses ids that would not survive the JSON encoding unchanged.
 func checkID(id string) error {
 	switch {
 	case id == "":
-		return errors.New("history: record without an id")
-	case len(id) > maxIDBytes:
-		return fmt.Errorf("history: record id of %d bytes, the limit is %d", len(id), maxIDBytes)
+		return fmt.Errorf("%w: a record without an id", history.ErrInvalidRecord)
+	case len(id) > history.MaxRecordIDBytes:
+		return fmt.Errorf("%w: a record id of %d bytes, the limit is %d", history.ErrInvalidRecord, len(id), history.MaxRecordIDBytes)
 	case !utf8.ValidString(id):
-		return errors.New("history: record id is not valid UTF-8")
+		return fmt.Errorf("%w: a record id that is not valid UTF-8", history.ErrInvalidRecord)
 	}
 	return nil
 }

@@ -64,7 +64,7 @@ func TestLargestRecordWithTheLongestID(t *testing.T) {
 	limit := opts.withDefaults().maxRecordBytes()
 	stores, objs := hookStores(t, 2, opts)
 	objs.maxBytes = 1 << 20
-	id := strings.Repeat("<", maxIDBytes) // json.Marshal writes each as \u003c
+	id := strings.Repeat("<", history.MaxRecordIDBytes) // json.Marshal writes each as \u003c
 	if _, err := openHook(t, stores[0]).Append(context.Background(), []history.Record{{ID: id, Data: binary(limit)}}); err != nil {
 		t.Fatalf("append: %v", err)
 	}
