@@ -121,10 +121,16 @@ func newClient(cfg Config) (*minio.Client, error) {
 	})
 }
 
+// maxResponseHeaderBytes bounds an answer's headers: S3 services send a few KiB (user
+// metadata is at most 2 KiB), the transport's own default is 10 MiB.
+const maxResponseHeaderBytes = 64 << 10
+
 func newTransport(cfg Config) (*http.Transport, error) {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = 256
 	t.MaxIdleConnsPerHost = 256
+	// Headers are held outside the decode budget, once per request in flight.
+	t.MaxResponseHeaderBytes = maxResponseHeaderBytes
 	t.ResponseHeaderTimeout = cfg.RequestTimeout
 	if t.ResponseHeaderTimeout == 0 {
 		t.ResponseHeaderTimeout = 30 * time.Second

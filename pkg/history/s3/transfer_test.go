@@ -3,9 +3,11 @@ package s3_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,5 +67,32 @@ func TestStalledBodyEndsWithinTheTransferTimeout(t *testing.T) {
 				t.Fatal("a stalled answer still held the caller 15 s after a transfer timeout of 1 s")
 			}
 		})
+	}
+}
+
+// Response headers are outside the decode budget: an endpoint answering with headers far
+// longer than any S3 service sends (megabytes of them, to every request) is refused past
+// maxResponseHeaderBytes rather than held whole, once per request in flight.
+func TestLongResponseHeadersAreRefused(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for i := range 64 {
+			w.Header().Set(fmt.Sprintf("X-Amz-Meta-Pad-%d", i), strings.Repeat("p", 16<<10))
+		}
+		w.Header().Set("Content-Type", "application/xml")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchKey</Code></Error>`))
+	}))
+	defer srv.Close()
+	st, err := s3.New(s3.Config{
+		Endpoint: srv.URL, Bucket: "padded", Region: "us-east-1", Addressing: s3.AddressingPath,
+		AccessKeyID: "id", SecretAccessKey: "secret", MaxRetries: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = st.Close() }()
+	_, err = st.Open(context.Background(), "conversation", history.OpenOptions{}) // reads the index
+	if err == nil || errors.Is(err, history.ErrNotFound) {
+		t.Fatalf("an answer with 1 MiB of headers: %v, want it refused", err)
 	}
 }
