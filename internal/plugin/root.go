@@ -22,6 +22,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+	"github.com/parley-dev/parley/internal/plugin/render"
 )
 
 var scheme = runtime.NewScheme()
@@ -122,7 +123,7 @@ func printError(w io.Writer, err error) {
 	if !strings.HasPrefix(msg, "error: ") {
 		msg = "error: " + msg
 	}
-	_, _ = fmt.Fprintln(w, msg)
+	_, _ = fmt.Fprintln(w, render.Printable(msg))
 }
 
 // namespace is the namespace the command works in: -n, else the kubeconfig context's.

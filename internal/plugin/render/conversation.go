@@ -43,7 +43,7 @@ type ConversationHeader struct {
 // folded to one line each unless opts.Full; subagent threads indented under the tool call
 // that started them (threads no call names come last).
 func Conversation(w io.Writer, h ConversationHeader, s *conversation.State, opts Options) error {
-	p := &printer{w: w, opts: opts}
+	p := &printer{w: terminalText{w}, opts: opts}
 	turns := 0
 	for i := range s.Messages {
 		turns = max(turns, s.Messages[i].Turn)
@@ -69,7 +69,7 @@ func Conversation(w io.Writer, h ConversationHeader, s *conversation.State, opts
 
 // Message writes one message as Conversation does (for tail).
 func Message(w io.Writer, m *conversation.Message, opts Options) error {
-	p := &printer{w: w, opts: opts}
+	p := &printer{w: terminalText{w}, opts: opts}
 	p.message("", m, nil)
 	return p.err
 }

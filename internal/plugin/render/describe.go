@@ -30,6 +30,7 @@ type DescribeInput struct {
 // expiry in human terms, history and the context bar, the agent's restarts and last failure,
 // conditions, checkpoints and recent events.
 func Describe(w io.Writer, in DescribeInput) error {
+	w = terminalText{w}
 	c := in.Conversation
 	st := &c.Status
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

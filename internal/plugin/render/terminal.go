@@ -1,0 +1,76 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// terminalText writes to a person's terminal text that others chose: what an agent, its
+// tools and a summarizer wrote into the history, what a store or an endpoint answered (quoted
+// in condition messages), the Events anyone may create in the namespace. A control character
+// is shown as a symbol and never reaches the terminal, which would act on it: an escape
+// sequence can set the clipboard, retitle the window, or move the cursor to rewrite lines
+// already shown; a carriage return can write over a line; a bidi override shows text in
+// another order than it is. Newlines and tabs, which the layout itself writes, pass.
+type terminalText struct{ w io.Writer }
+
+func (t terminalText) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(t.w, Printable(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Printable is s with every control character but newline and tab, every bidi embedding,
+// override or isolate, and every byte that is not UTF-8 replaced by a visible stand-in:
+// C0 controls and DEL by their Unicode control pictures (ESC is ␛), the others by \uXXXX,
+// invalid bytes by U+FFFD.
+func Printable(s string) string {
+	if !needsReplacing(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b.WriteRune(utf8.RuneError)
+		case r == '\n' || r == '\t':
+			b.WriteRune(r)
+		case r < 0x20:
+			b.WriteRune(0x2400 + r) // ␀ … ␟
+		case r == 0x7f:
+			b.WriteRune('␡')
+		case unicode.IsControl(r) || isBidiControl(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func needsReplacing(s string) bool {
+	for i, r := range s {
+		if r == utf8.RuneError {
+			if _, size := utf8.DecodeRuneInString(s[i:]); size == 1 {
+				return true
+			}
+		}
+		if (unicode.IsControl(r) && r != '\n' && r != '\t') || isBidiControl(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// isBidiControl: the embeddings and overrides (U+202A–U+202E) and isolates (U+2066–U+2069)
+// that reorder the text around them.
+func isBidiControl(r rune) bool {
+	return r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069
+}
