@@ -36,11 +36,13 @@ func TestBlackBox(t *testing.T) {
 	e.run(t, "an agent whose author may not create pods is refused", func(t *testing.T) { agentNeedsPodCreate(ctx, t, e) })
 	e.run(t, "a summarizer endpoint never receives a key its author may not read", func(t *testing.T) { summarizerKeyNeedsSecretGet(ctx, t, e) })
 	e.run(t, "a fork of a conversation the author may not read is refused", func(t *testing.T) { forkNeedsHistoryGet(ctx, t, e) })
+	e.run(t, "a summarizer endpoint's redirect takes the key nowhere", func(t *testing.T) { summarizerRedirectTakesTheKeyNowhere(ctx, t, e) })
 
 	// The Session API.
 	e.run(t, "429 past the limits", func(t *testing.T) { appendsPastTheLimit(ctx, t, e) })
 	e.run(t, "follow streams are capped", func(t *testing.T) { followsCapped(ctx, t, e) })
 	e.run(t, "a junk-token flood costs fewer than 500 TokenReviews", func(t *testing.T) { junkFloodReviews(ctx, t, e) })
+	e.run(t, "an id the store cannot keep is 422", func(t *testing.T) { unstorableIDsAreRefused(ctx, t, e) })
 	// The bomb's memory bar needs a baseline: it runs before the stalled reader, whose
 	// answers leave the manager's memory high for the rest of the run.
 	e.run(t, "a decompression bomb leaves the manager alive and others appending", func(t *testing.T) { bombLeavesOthersAppending(ctx, t, e) })
