@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -94,5 +95,35 @@ func TestLongResponseHeadersAreRefused(t *testing.T) {
 	_, err = st.Open(context.Background(), "conversation", history.OpenOptions{}) // reads the index
 	if err == nil || errors.Is(err, history.ErrNotFound) {
 		t.Fatalf("an answer with 1 MiB of headers: %v, want it refused", err)
+	}
+}
+
+// The endpoint a Conversation names is the only host its requests go to: a redirect to another
+// host (with the signed request and, for a write, the history) is not followed.
+func TestRedirectIsNotFollowed(t *testing.T) {
+	var redirected, elsewhere atomic.Int64
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Add(1)
+		w.WriteHeader(http.StatusNotFound)
+	}))
+	defer other.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		redirected.Add(1)
+		http.Redirect(w, r, strings.Replace(other.URL, "127.0.0.1", "localhost", 1)+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+	}))
+	defer srv.Close()
+	st, err := s3.New(s3.Config{
+		Endpoint: srv.URL, Bucket: "redirected", Region: "us-east-1", Addressing: s3.AddressingPath,
+		AccessKeyID: "id", SecretAccessKey: "secret", MaxRetries: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = st.Close() }()
+	if _, err := st.Open(context.Background(), "conversation", history.OpenOptions{Create: true}); err == nil {
+		t.Error("a history created through an endpoint that only redirects")
+	}
+	if n := elsewhere.Load(); n > 0 || redirected.Load() == 0 {
+		t.Fatalf("%d redirects answered, %d requests followed them to the other host", redirected.Load(), n)
 	}
 }
