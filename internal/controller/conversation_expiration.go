@@ -14,6 +14,7 @@ import (
 	"github.com/parley-dev/parley/internal/historystore"
 	"github.com/parley-dev/parley/internal/journal"
 	"github.com/parley-dev/parley/internal/session"
+	"github.com/parley-dev/parley/pkg/conversation"
 	"github.com/parley-dev/parley/pkg/history"
 )
 
@@ -57,6 +58,9 @@ func (r *ConversationReconciler) archiveHistory(ctx context.Context, s *conversa
 	case err != nil:
 		r.historyFailed(s, err)
 		return
+	case finalCheckpointOf(ckpt, conv) != "":
+		r.historyFailed(s, errFinalCheckpoint(name, finalCheckpointOf(ckpt, conv)))
+		return
 	case ckpt.Status.Phase != parleyv1alpha1.CheckpointReady:
 		if ckpt.Status.Phase == parleyv1alpha1.CheckpointFailed {
 			r.historyFailed(s, fmt.Errorf("final Checkpoint %s failed; the live history is kept until it succeeds (delete it to retry)", name))
@@ -66,7 +70,12 @@ func (r *ConversationReconciler) archiveHistory(ctx context.Context, s *conversa
 		return
 	}
 
-	epoch, err := r.emptyLiveEpoch(ctx, conv)
+	epoch, err := r.emptyLiveEpoch(ctx, conv, func(live *conversation.State) error {
+		if gap := finalCheckpointHolds(ckpt, conv, live); gap != "" {
+			return errFinalCheckpoint(name, gap)
+		}
+		return nil
+	})
 	if err != nil {
 		r.historyFailed(s, err)
 		return
@@ -79,11 +88,17 @@ func (r *ConversationReconciler) archiveHistory(ctx context.Context, s *conversa
 	s.event(parleyv1alpha1.EventHistoryArchived, "Archive", "live history removed; final state kept in Checkpoint %s", name)
 }
 
+// errFinalCheckpoint keeps the live history when the Checkpoint under the final Checkpoint's
+// name cannot stand for it (see finalCheckpointOf).
+func errFinalCheckpoint(name, why string) error {
+	return fmt.Errorf("the Checkpoint %s under the final Checkpoint's name %s; the live history is kept (delete that Checkpoint to archive again)", name, why)
+}
+
 // emptyLiveEpoch replaces the live epoch with an empty one (by session.Live.Rewrite: an
 // append after expiry, which the Session API refuses, would still be carried into it), removes
-// the old epochs and forgets the view. It returns the epoch left live; 0 when the history was
-// never created.
-func (r *ConversationReconciler) emptyLiveEpoch(ctx context.Context, conv *parleyv1alpha1.Conversation) (uint64, error) {
+// the old epochs and forgets the view, once kept agrees that the state emptied is kept
+// elsewhere. It returns the epoch left live; 0 when the history was never created.
+func (r *ConversationReconciler) emptyLiveEpoch(ctx context.Context, conv *parleyv1alpha1.Conversation, kept func(*conversation.State) error) (uint64, error) {
 	live, err := r.Sessions.Open(ctx, conv, false)
 	if errors.Is(err, history.ErrNotFound) {
 		if l, err := r.Sessions.Of(conv); err == nil {
@@ -98,6 +113,9 @@ func (r *ConversationReconciler) emptyLiveEpoch(ctx context.Context, conv *parle
 	done, err := live.Rewrite(ctx, func(_ context.Context, snap *journal.Snapshot) (*session.Epoch, error) {
 		if snap.Sequence == 0 {
 			return nil, nil // empty already
+		}
+		if err := kept(&snap.State); err != nil {
+			return nil, err
 		}
 		return &session.Epoch{}, nil
 	})

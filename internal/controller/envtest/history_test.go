@@ -347,6 +347,41 @@ var _ = Describe("History kept by the operator", func() {
 		Expect(snap.State.Messages).To(HaveLen(len(seed.Messages)), "the archive holds the whole history")
 	})
 
+	It("keeps the live history when a Checkpoint under the final Checkpoint's name holds less of it", func() {
+		cm, seed := seedConfigMap("archive-squat-" + randSuffix())
+		Expect(k8sClient.Create(ctx, cm)).To(Succeed())
+		conv := newConversation(parleyv1alpha1.ConversationSpec{
+			Seed: &parleyv1alpha1.SeedSource{ConfigMapKeyRef: parleyv1alpha1.ConfigMapKeyReference{Name: cm.Name, Key: "transcript.jsonl"}},
+			Lifetime: parleyv1alpha1.LifetimeSpec{
+				TTL: &metav1.Duration{Duration: 6 * time.Second}, ExpirationPolicy: parleyv1alpha1.ExpirationPolicyArchive,
+			},
+		})
+		Expect(k8sClient.Create(ctx, conv)).To(Succeed())
+		Eventually(historyReady(conv)).Should(Succeed())
+
+		// Whoever may create Checkpoints in the namespace takes the final Checkpoint's name
+		// first, for a snapshot of another conversation of theirs.
+		decoy := newConversation(parleyv1alpha1.ConversationSpec{SystemPrompt: &parleyv1alpha1.SystemPrompt{Text: "decoy"}})
+		Expect(k8sClient.Create(ctx, decoy)).To(Succeed())
+		Eventually(historyReady(decoy)).Should(Succeed())
+		squat := newCheckpoint(decoy, conv.Name+"-archive")
+		squat.Spec.Reason = parleyv1alpha1.CheckpointArchive
+		Expect(k8sClient.Create(ctx, squat)).To(Succeed())
+		Eventually(checkpointReady(squat)).Should(Succeed())
+		Expect(squat.Status.Messages).To(BeNumerically("<", len(seed.Messages)), "the case needs a snapshot that holds less")
+
+		Eventually(func(g Gomega) {
+			fetch(conv)(g)
+			g.Expect(conv.Status.Phase).To(Equal(parleyv1alpha1.ConversationExpired))
+			c := meta.FindStatusCondition(conv.Status.Conditions, parleyv1alpha1.ConditionHistoryAvailable)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Message).To(ContainSubstring(squat.Name))
+		}).WithTimeout(40 * time.Second).Should(Succeed())
+		Expect(meta.FindStatusCondition(conv.Status.Conditions, parleyv1alpha1.ConditionHistoryAvailable).Reason).
+			NotTo(Equal(parleyv1alpha1.ReasonHistoryArchived))
+		Expect(loadState(conv).State.Messages).To(HaveLen(len(seed.Messages)), "the live history is kept whole")
+	})
+
 	It("deletes the history on expiry with expirationPolicy Delete", func() {
 		conv := newConversation(parleyv1alpha1.ConversationSpec{
 			SystemPrompt: &parleyv1alpha1.SystemPrompt{Text: "short-lived"},
