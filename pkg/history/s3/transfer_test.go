@@ -75,7 +75,7 @@ func TestStalledBodyEndsWithinTheTransferTimeout(t *testing.T) {
 // longer than any S3 service sends (megabytes of them, to every request) is refused past
 // maxResponseHeaderBytes rather than held whole, once per request in flight.
 func TestLongResponseHeadersAreRefused(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		for i := range 64 {
 			w.Header().Set(fmt.Sprintf("X-Amz-Meta-Pad-%d", i), strings.Repeat("p", 16<<10))
 		}
@@ -102,7 +102,7 @@ func TestLongResponseHeadersAreRefused(t *testing.T) {
 // host (with the signed request and, for a write, the history) is not followed.
 func TestRedirectIsNotFollowed(t *testing.T) {
 	var redirected, elsewhere atomic.Int64
-	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		elsewhere.Add(1)
 		w.WriteHeader(http.StatusNotFound)
 	}))
