@@ -67,6 +67,22 @@ func newCheckpoint(conv *parleyv1alpha1.Conversation, name string) *parleyv1alph
 	}
 }
 
+// archivedSoon creates a Conversation seeded from a ConfigMap named prefix plus a random
+// suffix, expiring 6 s from now with expirationPolicy Archive, once its history is ready.
+func archivedSoon(prefix string) (*parleyv1alpha1.Conversation, conversation.State) {
+	cm, seed := seedConfigMap(prefix + randSuffix())
+	Expect(k8sClient.Create(ctx, cm)).To(Succeed())
+	conv := newConversation(parleyv1alpha1.ConversationSpec{
+		Seed: &parleyv1alpha1.SeedSource{ConfigMapKeyRef: parleyv1alpha1.ConfigMapKeyReference{Name: cm.Name, Key: "transcript.jsonl"}},
+		Lifetime: parleyv1alpha1.LifetimeSpec{
+			TTL: &metav1.Duration{Duration: 6 * time.Second}, ExpirationPolicy: parleyv1alpha1.ExpirationPolicyArchive,
+		},
+	})
+	Expect(k8sClient.Create(ctx, conv)).To(Succeed())
+	Eventually(historyReady(conv)).Should(Succeed())
+	return conv, seed
+}
+
 var _ = Describe("History kept by the operator", func() {
 	It("initialises a history with the system prompt and a Claude Code seed, once", func() {
 		cm, seed := seedConfigMap("seed-" + strings.ToLower(randSuffix()))
@@ -295,16 +311,7 @@ var _ = Describe("History kept by the operator", func() {
 	})
 
 	It("archives on expiry: exactly one final checkpoint, no live segments, after a restart found it half done", func() {
-		cm, seed := seedConfigMap("archive-seed-" + randSuffix())
-		Expect(k8sClient.Create(ctx, cm)).To(Succeed())
-		conv := newConversation(parleyv1alpha1.ConversationSpec{
-			Seed: &parleyv1alpha1.SeedSource{ConfigMapKeyRef: parleyv1alpha1.ConfigMapKeyReference{Name: cm.Name, Key: "transcript.jsonl"}},
-			Lifetime: parleyv1alpha1.LifetimeSpec{
-				TTL: &metav1.Duration{Duration: 6 * time.Second}, ExpirationPolicy: parleyv1alpha1.ExpirationPolicyArchive,
-			},
-		})
-		Expect(k8sClient.Create(ctx, conv)).To(Succeed())
-		Eventually(historyReady(conv)).Should(Succeed())
+		conv, seed := archivedSoon("archive-seed-")
 
 		// A manager stopped after the final checkpoint and before removing the live history
 		// leaves exactly this: the Archive Checkpoint, Ready, and the history intact.
@@ -348,16 +355,7 @@ var _ = Describe("History kept by the operator", func() {
 	})
 
 	It("keeps the live history when a Checkpoint under the final Checkpoint's name holds less of it", func() {
-		cm, seed := seedConfigMap("archive-squat-" + randSuffix())
-		Expect(k8sClient.Create(ctx, cm)).To(Succeed())
-		conv := newConversation(parleyv1alpha1.ConversationSpec{
-			Seed: &parleyv1alpha1.SeedSource{ConfigMapKeyRef: parleyv1alpha1.ConfigMapKeyReference{Name: cm.Name, Key: "transcript.jsonl"}},
-			Lifetime: parleyv1alpha1.LifetimeSpec{
-				TTL: &metav1.Duration{Duration: 6 * time.Second}, ExpirationPolicy: parleyv1alpha1.ExpirationPolicyArchive,
-			},
-		})
-		Expect(k8sClient.Create(ctx, conv)).To(Succeed())
-		Eventually(historyReady(conv)).Should(Succeed())
+		conv, seed := archivedSoon("archive-squat-")
 
 		// Whoever may create Checkpoints in the namespace takes the final Checkpoint's name
 		// first, for a snapshot of another conversation of theirs.

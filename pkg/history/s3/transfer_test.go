@@ -42,14 +42,7 @@ func TestStalledBodyEndsWithinTheTransferTimeout(t *testing.T) {
 			}))
 			defer srv.Close()
 			defer srv.CloseClientConnections()
-			st, err := s3.New(s3.Config{
-				Endpoint: srv.URL, Bucket: "stalled", Region: "us-east-1", Addressing: s3.AddressingPath,
-				AccessKeyID: "id", SecretAccessKey: "secret", MaxRetries: 1, TransferTimeout: time.Second,
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() { _ = st.Close() }()
+			st := endpointStore(t, srv.URL, "stalled", time.Second)
 			done := make(chan error, 1)
 			go func() {
 				if declared == 0 {
@@ -84,15 +77,8 @@ func TestLongResponseHeadersAreRefused(t *testing.T) {
 		_, _ = w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchKey</Code></Error>`))
 	}))
 	defer srv.Close()
-	st, err := s3.New(s3.Config{
-		Endpoint: srv.URL, Bucket: "padded", Region: "us-east-1", Addressing: s3.AddressingPath,
-		AccessKeyID: "id", SecretAccessKey: "secret", MaxRetries: 1,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = st.Close() }()
-	_, err = st.Open(context.Background(), "conversation", history.OpenOptions{}) // reads the index
+	st := endpointStore(t, srv.URL, "padded", 0)
+	_, err := st.Open(context.Background(), "conversation", history.OpenOptions{}) // reads the index
 	if err == nil || errors.Is(err, history.ErrNotFound) {
 		t.Fatalf("an answer with 1 MiB of headers: %v, want it refused", err)
 	}
@@ -112,18 +98,25 @@ func TestRedirectIsNotFollowed(t *testing.T) {
 		http.Redirect(w, r, strings.Replace(other.URL, "127.0.0.1", "localhost", 1)+r.URL.RequestURI(), http.StatusTemporaryRedirect)
 	}))
 	defer srv.Close()
-	st, err := s3.New(s3.Config{
-		Endpoint: srv.URL, Bucket: "redirected", Region: "us-east-1", Addressing: s3.AddressingPath,
-		AccessKeyID: "id", SecretAccessKey: "secret", MaxRetries: 1,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = st.Close() }()
+	st := endpointStore(t, srv.URL, "redirected", 0)
 	if _, err := st.Open(context.Background(), "conversation", history.OpenOptions{Create: true}); err == nil {
 		t.Error("a history created through an endpoint that only redirects")
 	}
 	if n := elsewhere.Load(); n > 0 || redirected.Load() == 0 {
 		t.Fatalf("%d redirects answered, %d requests followed them to the other host", redirected.Load(), n)
 	}
+}
+
+// endpointStore is a store over the test's endpoint, closed at the test's end.
+func endpointStore(t *testing.T, endpoint, bucket string, transferTimeout time.Duration) history.Store {
+	t.Helper()
+	st, err := s3.New(s3.Config{
+		Endpoint: endpoint, Bucket: bucket, Region: "us-east-1", Addressing: s3.AddressingPath,
+		AccessKeyID: "id", SecretAccessKey: "secret", MaxRetries: 1, TransferTimeout: transferTimeout,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
 }
