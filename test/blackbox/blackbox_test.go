@@ -48,6 +48,7 @@ func TestBlackBox(t *testing.T) {
 	e.run(t, "a decompression bomb leaves the manager alive and others appending", func(t *testing.T) { bombLeavesOthersAppending(ctx, t, e) })
 	e.run(t, "several decompression bombs at once leave the manager alive", func(t *testing.T) { bombsAtOnce(ctx, t, e) })
 	e.run(t, "a squatted agent pod name gets no binding", func(t *testing.T) { squattedPodGetsNoBinding(ctx, t, e) })
+	e.run(t, "a squatted final Checkpoint name leaves the history in place", func(t *testing.T) { squattedArchiveKeepsTheHistory(ctx, t, e) })
 	e.run(t, "a reader that never reads does not delay appends", func(t *testing.T) { stalledReaderDelaysNothing(ctx, t, e) })
 	e.run(t, "forced compactions keep a minimum interval", func(t *testing.T) { forcedCompactionInterval(ctx, t, e) })
 
