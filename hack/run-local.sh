@@ -28,8 +28,15 @@ lc=$root/hack/local-cluster
 # The Conversation of config/samples whose agent tells the crash-and-resume story.
 AGENT_CONV=coding-agent
 # The host-run manager's Session API: on the pod network's bridge, where agent pods reach the
-# host; plain HTTP, as nothing outside the machine can reach that address.
-SESSION_API=10.88.0.1:8082
+# host, and where the API server's aggregator reaches it for kubectl parley (docs/development.md).
+BRIDGE_IP=10.88.0.1
+SESSION_API=$BRIDGE_IP:8082
+# Where the host-run manager keeps the Session API CA (Secret and ConfigMap
+# parley-session-api-ca), the namespace of the install's Service that the APIService names.
+PARLEY_NAMESPACE=parley-system
+# The install's Session API Service: the aggregator verifies the serving certificate for
+# <service>.<namespace>.svc.
+SESSION_API_SERVICE=parley-session-api
 
 # shellcheck source=hack/lib/steps.sh
 . "$root/hack/lib/steps.sh"
@@ -50,6 +57,38 @@ crds_discoverable() {
 # over a status that is not there yet prints nothing instead of failing).
 agent_state() {
   kubectl get conversations.parley.dev "$AGENT_CONV" -o go-template='{{with .status}}{{with .agent}}{{or .restarts 0}}{{end}} {{range .conditions}}{{if eq .type "AgentRunning"}}{{.reason}}{{end}}{{end}}{{end}}' 2>/dev/null
+}
+# apiservice_available: the aggregator reaches the Session API through the APIService.
+apiservice_available() {
+  [ "$(kubectl get apiservice v1alpha1.session.parley.dev -o go-template='{{with .status}}{{range .conditions}}{{if eq .type "Available"}}{{.status}}{{end}}{{end}}{{end}}')" = True ]
+}
+# host_aggregation_objects: what lets the API server's aggregator reach a manager that runs on
+# this host: the install's APIService (from dist/install.yaml, unchanged), and its Service
+# without a selector, whose one endpoint is the host's bridge address and the Session API port.
+# The aggregator dials endpoints directly (--enable-aggregator-routing; no kube-proxy here).
+host_aggregation_objects() {
+  awk 'BEGIN {RS = "\n---\n"} /\nkind: APIService\n/ {print "---"; print}' dist/install.yaml
+  cat <<EOF
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: $SESSION_API_SERVICE
+  namespace: $PARLEY_NAMESPACE
+  labels: {app.kubernetes.io/name: parley}
+spec:
+  ports: [{name: https, port: 8082, protocol: TCP, targetPort: 8082}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: $SESSION_API_SERVICE-host
+  namespace: $PARLEY_NAMESPACE
+  labels: {kubernetes.io/service-name: $SESSION_API_SERVICE, endpointslice.kubernetes.io/managed-by: run-local.parley.dev}
+addressType: IPv4
+endpoints: [{addresses: ["$BRIDGE_IP"], conditions: {ready: true}}]
+ports: [{name: https, port: 8082, protocol: TCP}]
+EOF
 }
 # agent_story_ended: the agent sample completed after one restart, or ended for good.
 agent_story_ended() {
@@ -107,6 +146,8 @@ manager_mode=none
 if [ "${PARLEY_MANAGER:-process}" = in-cluster ] && [ "$with_node" = 1 ]; then
   step "Manager (image localhost/parley-manager:${IMAGE_TAG:-dev}, config/default, in the cluster)"
   "$lc" stop manager
+  # An earlier host-process run's endpoint names this host, where no manager listens now.
+  kubectl -n "$PARLEY_NAMESPACE" delete endpointslice "$SESSION_API_SERVICE-host" --ignore-not-found >/dev/null
   hack/images.sh manager
   # An overlay of config/default for this cluster: the local image, never pulled, one replica.
   overlay=$root/.local/run-local-manager
@@ -144,19 +185,28 @@ else
     [[ $help != *health-probe-bind-address* ]] || args+=(--health-probe-bind-address=127.0.0.1:8081)
     # Out of the cluster, leader election needs a namespace to hold its Lease.
     [[ $help != *leader-election-namespace* ]] || args+=(--leader-election-namespace=kube-system)
-    # Agent pods reach the host at the bridge address; without the node there is no bridge.
+    env=()
+    # Agent pods reach the host at the bridge address, and so does the API server's aggregator
+    # (kubectl parley's path): TLS, with a certificate for that address and for the Service name
+    # the aggregator verifies, signed by the CA the manager keeps in $PARLEY_NAMESPACE (as the
+    # install's replicas do: it survives restarts, so running agents keep trusting it). Without
+    # the node there is no bridge, no agent and no aggregated path: plain HTTP on loopback.
     if [ "$with_node" = 1 ]; then
-      args+=(--session-api-bind-address="$SESSION_API" --session-api-insecure --agent-api-url="http://$SESSION_API")
+      kubectl create namespace "$PARLEY_NAMESPACE" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+      env+=(POD_NAMESPACE="$PARLEY_NAMESPACE")
+      host_aggregation_objects | kubectl apply -f -
+      args+=(--session-api-bind-address="$SESSION_API" --agent-api-url="https://$SESSION_API"
+        --session-api-hosts="$BRIDGE_IP,$SESSION_API_SERVICE.$PARLEY_NAMESPACE.svc")
     else
       args+=(--session-api-bind-address=127.0.0.1:8082 --session-api-insecure)
     fi
     # A manager deployed by an earlier PARLEY_MANAGER=in-cluster run would compete with this one.
     kubectl -n parley-system delete deployment parley-controller-manager --ignore-not-found >/dev/null
     "$lc" stop manager
-    "$lc" start manager "$root/bin/manager" "${args[@]}"
+    env "${env[@]}" "$lc" start manager "$root/bin/manager" "${args[@]}"
     manager_running=1
     manager_mode=process
-    manager_where="host process, log $logs/manager.log; Session API http://$SESSION_API"
+    manager_where="host process, log $logs/manager.log; Session API $([ "$with_node" = 1 ] && echo "https://$SESSION_API" || echo "http://127.0.0.1:8082")"
     if [[ $help == *health-probe-bind-address* ]]; then
       # 60 s: a cold start on a busy 2-core machine is slow (leader election, informer caches).
       wait_until 60 curl -sf http://127.0.0.1:8081/readyz ||
@@ -231,18 +281,19 @@ if [ "$story" = 1 ]; then
 '
 fi
 
-# kubectl parley on the agent sample: its transcript and its status, read through the Session
-# API. The host-run manager serves it on the bridge (plain HTTP): the plugin connects directly.
-# The admin kubeconfig authenticates with a client certificate, which names nobody to the
-# Session API, so the plugin gets a token of the samples' ServiceAccount (the agent role).
-plugin_args=()
+# kubectl parley on the agent sample: its transcript and its status, read through the API
+# server (the aggregated group session.parley.dev) with the admin kubeconfig as it is: the API
+# server authenticates its client certificate and passes the identity on to the Session API.
+plugin=0
 if [ "$story" = 1 ] && [ "$manager_mode" = process ]; then
   if go build -o bin/kubectl-parley ./cmd/kubectl-parley; then
-    plugin_args=(--session-api-url "http://$SESSION_API" --session-api-token "$(kubectl create token parley-agent --audience parley)")
+    plugin=1
     step "kubectl parley describe $AGENT_CONV"
     bin/kubectl-parley describe "$AGENT_CONV" || warn "kubectl parley describe failed"
-    step "kubectl parley history $AGENT_CONV (bin/kubectl-parley, the Session API at http://$SESSION_API)"
-    bin/kubectl-parley history "$AGENT_CONV" "${plugin_args[@]}" || warn "kubectl parley history failed"
+    wait_until 60 apiservice_available ||
+      warn "the APIService v1alpha1.session.parley.dev is not Available after 60s: kubectl get apiservice v1alpha1.session.parley.dev -o yaml"
+    step "kubectl parley history $AGENT_CONV (bin/kubectl-parley, through the API server)"
+    bin/kubectl-parley history "$AGENT_CONV" || warn "kubectl parley history failed"
   else
     warn "./cmd/kubectl-parley does not build"
   fi
@@ -259,7 +310,8 @@ Explore:
   export KUBECONFIG=$KUBECONFIG
   kubectl get conv,ckpt,pods
   kubectl describe conv $AGENT_CONV
-$([ ${#plugin_args[@]} -gt 0 ] && echo "  PATH=$root/bin:\$PATH kubectl parley tail -f $AGENT_CONV --session-api-url http://$SESSION_API --session-api-token \"\$(kubectl create token parley-agent --audience parley)\"")
+$([ "$plugin" = 1 ] && echo "  PATH=$root/bin:\$PATH kubectl parley tail -f $AGENT_CONV")
+$([ "$plugin" = 1 ] && echo "  kubectl get --raw /apis/session.parley.dev/v1alpha1/namespaces/default/conversations/$AGENT_CONV/messages")
 $([ "$with_node" = 1 ] && echo "  kubectl logs $AGENT_CONV-agent-1; kubectl logs $AGENT_CONV-agent-2" || echo "  hack/local-cluster logs   # kubelet.log, containerd.log: why the node failed")
   kubectl delete conv $AGENT_CONV && make run-local    # replay the agent sample's story
 $([ "$with_node" = 1 ] && echo "  make demo-claude-code   # a real Claude Code agent converses, is SIGKILLed mid-turn and resumes")
