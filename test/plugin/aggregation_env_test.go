@@ -8,7 +8,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -18,100 +17,17 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/yaml"
+
+	"github.com/parley-dev/parley/test/support/frontproxy"
 )
 
-// The API server's front-proxy identity, as a cluster's control plane is given one: a
-// request-header CA, and the client certificate the aggregator presents to extension API
-// servers, named frontProxyName.
-const (
-	frontProxyName = "front-proxy-client"
-	apiServiceName = "v1alpha1.session.parley.dev"
-	// serviceHost is the name the aggregator verifies the Session API's certificate for.
-	serviceHost = "parley-session-api." + managerNamespace + ".svc"
-)
-
-// frontProxy is what the envtest API server is started with for API aggregation.
-type frontProxy struct {
-	caFile, certFile, keyFile string
-	ca                        *x509.CertPool
-	client                    tls.Certificate
-}
-
-// newFrontProxy makes the request-header CA and the aggregator's client certificate in dir.
-func newFrontProxy(dir string) (*frontProxy, error) {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "front-proxy-ca"}, IsCA: true, BasicConstraintsValid: true,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour), KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	caCert, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return nil, err
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	der, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: frontProxyName},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}, caCert, &key.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	fp := &frontProxy{
-		caFile: filepath.Join(dir, "front-proxy-ca.crt"), certFile: filepath.Join(dir, "front-proxy-client.crt"),
-		keyFile: filepath.Join(dir, "front-proxy-client.key"), ca: x509.NewCertPool(),
-		client: tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key},
-	}
-	fp.ca.AddCert(caCert)
-	for path, block := range map[string]*pem.Block{
-		fp.caFile: {Type: "CERTIFICATE", Bytes: caDER}, fp.certFile: {Type: "CERTIFICATE", Bytes: der},
-		fp.keyFile: {Type: "EC PRIVATE KEY", Bytes: keyDER},
-	} {
-		if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
-			return nil, err
-		}
-	}
-	return fp, nil
-}
-
-// configure starts the API server as a cluster's control plane is for API aggregation, and
-// has the aggregator dial the Service's endpoints (envtest runs no kube-proxy).
-func (fp *frontProxy) configure(te *crenvtest.Environment) {
-	args := te.ControlPlane.GetAPIServer().Configure()
-	args.Set("requestheader-client-ca-file", fp.caFile)
-	args.Set("requestheader-allowed-names", frontProxyName)
-	args.Set("requestheader-username-headers", "X-Remote-User")
-	args.Set("requestheader-group-headers", "X-Remote-Group")
-	args.Set("requestheader-extra-headers-prefix", "X-Remote-Extra-")
-	args.Set("proxy-client-cert-file", fp.certFile)
-	args.Set("proxy-client-key-file", fp.keyFile)
-	args.Set("enable-aggregator-routing", "true")
-}
+// serviceHost is the name the aggregator verifies the Session API's certificate for.
+const serviceHost = frontproxy.ServiceHost
 
 // recorded is a request the Session API was sent through the aggregator.
 type recorded struct {
@@ -137,7 +53,7 @@ func (r *recorder) seen() []recorded {
 }
 
 // startRecorder serves the recorder on a free port of every address until the process ends.
-func startRecorder(ctx context.Context, fp *frontProxy) (*recorder, error) {
+func startRecorder(ctx context.Context, fp *frontproxy.FrontProxy) (*recorder, error) {
 	serving, err := servingFromManagerCA(ctx)
 	if err != nil {
 		return nil, err
@@ -148,7 +64,7 @@ func startRecorder(ctx context.Context, fp *frontProxy) (*recorder, error) {
 		return nil, errors.New("the published Session API CA holds no certificate")
 	}
 	tr := &http.Transport{TLSClientConfig: &tls.Config{
-		MinVersion: tls.VersionTLS12, RootCAs: roots, ServerName: serviceHost, Certificates: []tls.Certificate{fp.client},
+		MinVersion: tls.VersionTLS12, RootCAs: roots, ServerName: serviceHost, Certificates: []tls.Certificate{fp.Client},
 	}}
 	rec := &recorder{}
 	proxy := &httputil.ReverseProxy{
@@ -174,7 +90,7 @@ func startRecorder(ctx context.Context, fp *frontProxy) (*recorder, error) {
 		ErrorLog: log.New(io.Discard, "", 0),
 		TLSConfig: &tls.Config{
 			MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{serving},
-			ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: fp.ca, NextProtos: []string{"http/1.1"},
+			ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: fp.CA, NextProtos: []string{"http/1.1"},
 		},
 	}
 	go func() { _ = srv.ServeTLS(ln, "", "") }()
@@ -209,51 +125,4 @@ func servingFromManagerCA(ctx context.Context) (tls.Certificate, error) {
 		return tls.Certificate{}, err
 	}
 	return tls.Certificate{Certificate: [][]byte{der, ca.Raw}, PrivateKey: key}, nil
-}
-
-// createAPIService creates the install's APIService, as dist/install.yaml has it.
-func createAPIService(ctx context.Context, root string) error {
-	raw, err := os.ReadFile(filepath.Join(root, "dist", "install.yaml"))
-	if err != nil {
-		return err
-	}
-	for _, doc := range strings.Split(string(raw), "\n---\n") {
-		obj := map[string]any{}
-		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
-			return err
-		}
-		if obj["kind"] == "APIService" {
-			return env.admin.Create(ctx, &unstructured.Unstructured{Object: obj})
-		}
-	}
-	return errors.New("dist/install.yaml has no APIService")
-}
-
-// apiService reads the install's APIService.
-func apiService(ctx context.Context) (*unstructured.Unstructured, error) {
-	u := &unstructured.Unstructured{}
-	u.SetAPIVersion("apiregistration.k8s.io/v1")
-	u.SetKind("APIService")
-	return u, env.admin.Get(ctx, client.ObjectKey{Name: apiServiceName}, u)
-}
-
-// waitForAPIService waits until the aggregator finds the Session API available: the manager
-// wrote the caBundle, and the aggregator reached the group's discovery through it.
-func waitForAPIService(ctx context.Context) error {
-	for {
-		u, err := apiService(ctx)
-		if err == nil {
-			conditions, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-			for _, c := range conditions {
-				if m, ok := c.(map[string]any); ok && m["type"] == "Available" && m["status"] == "True" {
-					return nil
-				}
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("the APIService %s never became Available: %v", apiServiceName, u.Object["status"])
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }

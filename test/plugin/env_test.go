@@ -26,10 +26,8 @@ import (
 	"github.com/go-logr/logr"
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -42,12 +40,13 @@ import (
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 	"github.com/parley-dev/parley/internal/plugin"
 	parleyclient "github.com/parley-dev/parley/pkg/client"
+	"github.com/parley-dev/parley/test/support/frontproxy"
 	"github.com/parley-dev/parley/test/support/kubeenv"
 	"github.com/parley-dev/parley/test/support/repopath"
 )
 
 // managerNamespace is where Parley is installed, as config/default installs it.
-const managerNamespace = "parley-system"
+const managerNamespace = frontproxy.Namespace
 
 // env is the live setup every test shares.
 var env struct {
@@ -62,7 +61,7 @@ var env struct {
 	// adminKubeconfig authenticates with a client certificate (envtest's admin).
 	adminKubeconfig string
 	managerLog      string
-	frontProxy      *frontProxy
+	frontProxy      *frontproxy.FrontProxy
 	// recorder sees every request the aggregator sends the Session API.
 	recorder *recorder
 	// te adds users with client certificates.
@@ -80,7 +79,7 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "SKIP test/plugin:", err)
 		return 0
 	}
-	ip, err := hostIPv4()
+	ip, err := frontproxy.HostIPv4()
 	if err != nil {
 		// Without a routable address no endpoint looks like a pod's.
 		fmt.Fprintln(os.Stderr, "SKIP test/plugin:", err)
@@ -103,7 +102,7 @@ func runMain(m *testing.M) int {
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
 	env.dir = dir
-	if env.frontProxy, err = newFrontProxy(dir); err != nil {
+	if env.frontProxy, err = frontproxy.New(dir); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -112,7 +111,7 @@ func runMain(m *testing.M) int {
 		ErrorIfCRDPathMissing: true,
 		BinaryAssetsDirectory: assets,
 	}
-	env.frontProxy.configure(te)
+	env.frontProxy.Configure(te)
 	cfg, err := te.Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting envtest:", err)
@@ -168,7 +167,7 @@ func setUp(root string) (func(), error) {
 		return nil, err
 	}
 	// Before the manager starts, as kubectl apply of dist/install.yaml creates it.
-	if err := createAPIService(ctx, root); err != nil {
+	if err := frontproxy.CreateAPIService(ctx, env.admin, root); err != nil {
 		return nil, err
 	}
 	bin := filepath.Join(env.dir, "manager")
@@ -227,81 +226,10 @@ func setUp(root string) (func(), error) {
 	if env.recorder, err = startRecorder(ctx, env.frontProxy); err != nil {
 		return stop, err
 	}
-	if err := publishService(ctx, env.recorder.port); err != nil {
+	if err := frontproxy.PublishService(ctx, env.admin, env.hostIP, int32(env.recorder.port)); err != nil {
 		return stop, err
 	}
-	return stop, waitForAPIService(ctx)
-}
-
-// publishService creates the Session API Service of the install, without a selector, and
-// endpoints naming this host's port (no controller manager runs here to write them).
-func publishService(ctx context.Context, hostPort int) error {
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: managerNamespace, Name: "parley-session-api"},
-		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{
-			Name: "https", Port: 8082, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(int32(hostPort)),
-		}}},
-	}
-	if err := env.admin.Create(ctx, svc); err != nil {
-		return err
-	}
-	// The endpoints name the manager's pod, which the kubelet would report running at this
-	// host's address.
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: managerNamespace, Name: "parley-controller-manager-0"},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Image: "parley-manager:dev"}}},
-	}
-	if err := env.admin.Create(ctx, pod); err != nil {
-		return err
-	}
-	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: env.hostIP, PodIPs: []corev1.PodIP{{IP: env.hostIP}}}
-	if err := env.admin.Status().Update(ctx, pod); err != nil {
-		return err
-	}
-	port := int32(hostPort)
-	if err := env.admin.Create(ctx, &corev1.Endpoints{ //nolint:staticcheck // the aggregator may still read Endpoints
-		ObjectMeta: metav1.ObjectMeta{Namespace: managerNamespace, Name: svc.Name},
-		Subsets: []corev1.EndpointSubset{{ //nolint:staticcheck // as above
-			Addresses: []corev1.EndpointAddress{{IP: env.hostIP, TargetRef: &corev1.ObjectReference{
-				Kind: "Pod", Namespace: managerNamespace, Name: pod.Name, UID: pod.UID,
-			}}},
-			Ports: []corev1.EndpointPort{{Name: "https", Port: port, Protocol: corev1.ProtocolTCP}},
-		}},
-	}); err != nil {
-		return err
-	}
-	return env.admin.Create(ctx, &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: managerNamespace, Name: svc.Name + "-host",
-			Labels: map[string]string{discoveryv1.LabelServiceName: svc.Name, discoveryv1.LabelManagedBy: "parley-plugin-test"},
-		},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints: []discoveryv1.Endpoint{{
-			Addresses: []string{env.hostIP}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
-			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: managerNamespace, Name: pod.Name, UID: pod.UID},
-		}},
-		Ports: []discoveryv1.EndpointPort{{Name: ptr.To("https"), Port: &port, Protocol: ptr.To(corev1.ProtocolTCP)}},
-	})
-}
-
-// hostIPv4 is this host's first global IPv4 address (an endpoint a pod could have).
-func hostIPv4() (string, error) {
-	ifaces, err := net.Interfaces()
-	if err != nil {
-		return "", err
-	}
-	for _, ifc := range ifaces {
-		if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 {
-			continue
-		}
-		addrs, _ := ifc.Addrs()
-		for _, a := range addrs {
-			if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && n.IP.IsGlobalUnicast() {
-				return n.IP.String(), nil
-			}
-		}
-	}
-	return "", errors.New("this host has no global IPv4 address for the API server to proxy to")
+	return stop, frontproxy.WaitAvailable(ctx, env.admin)
 }
 
 func freePort() (int, error) {
