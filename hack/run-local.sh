@@ -37,6 +37,8 @@ PARLEY_NAMESPACE=parley-system
 # The install's Session API Service: the aggregator verifies the serving certificate for
 # <service>.<namespace>.svc.
 SESSION_API_SERVICE=parley-session-api
+# The label of the EndpointSlice that names this host as the Service's endpoint.
+HOST_ENDPOINT_LABEL=endpointslice.kubernetes.io/managed-by=run-local.parley.dev
 
 # shellcheck source=hack/lib/steps.sh
 . "$root/hack/lib/steps.sh"
@@ -84,7 +86,7 @@ kind: EndpointSlice
 metadata:
   name: $SESSION_API_SERVICE-host
   namespace: $PARLEY_NAMESPACE
-  labels: {kubernetes.io/service-name: $SESSION_API_SERVICE, endpointslice.kubernetes.io/managed-by: run-local.parley.dev}
+  labels: {kubernetes.io/service-name: $SESSION_API_SERVICE, ${HOST_ENDPOINT_LABEL/=/: }}
 addressType: IPv4
 endpoints: [{addresses: ["$BRIDGE_IP"], conditions: {ready: true}}]
 ports: [{name: https, port: 8082, protocol: TCP}]
@@ -147,7 +149,7 @@ if [ "${PARLEY_MANAGER:-process}" = in-cluster ] && [ "$with_node" = 1 ]; then
   step "Manager (image localhost/parley-manager:${IMAGE_TAG:-dev}, config/default, in the cluster)"
   "$lc" stop manager
   # An earlier host-process run's endpoint names this host, where no manager listens now.
-  kubectl -n "$PARLEY_NAMESPACE" delete endpointslice "$SESSION_API_SERVICE-host" --ignore-not-found >/dev/null
+  kubectl -n "$PARLEY_NAMESPACE" delete endpointslice -l "$HOST_ENDPOINT_LABEL" --ignore-not-found >/dev/null
   hack/images.sh manager
   # An overlay of config/default for this cluster: the local image, never pulled, one replica.
   overlay=$root/.local/run-local-manager
