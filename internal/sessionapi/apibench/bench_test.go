@@ -138,7 +138,7 @@ func runShape(b *testing.B, backend string, sh shape) {
 	b.Logf("status feedback: acknowledged append → status.history.sequence covering it, seen by the manager's informer: p50 %.0f ms, p99 %.0f ms, max %.0f ms; not shown %s after the last phase: %d",
 		lag50, lag99, lagMax, *settleFlag, missing)
 	results := map[string]*loadphase.Result{"raw": &rawRes, "store": &storeRes, "api": &apiRes}
-	logCPU(b, results)
+	logCPU(b, []string{"raw", "store", "api"}, results)
 	requests.log(b, results)
 	b.StopTimer()
 	b.ReportMetric(apiRes.Rate(), "api-appends/s")
@@ -247,15 +247,16 @@ func runPhase(b *testing.B, n int, op func(w int) error) loadphase.Result {
 	return loadphase.RunMeasured(b, n, *phaseFlag, *settleFlag, op, procs)
 }
 
-// logCPU logs, per mode, the CPU time each process spent per operation: where an API append's
-// cost goes beyond the store's.
-func logCPU(b *testing.B, results map[string]*loadphase.Result) {
+// logCPU logs, per mode (in the order of modes), the CPU time each process spent per
+// operation: where an API append's cost goes beyond the store's, or an aggregated append's
+// beyond a direct one's.
+func logCPU(b *testing.B, modes []string, results map[string]*loadphase.Result) {
 	names := make([]string, 0, len(procs))
 	for name := range procs {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	for _, mode := range []string{"raw", "store", "api"} {
+	for _, mode := range modes {
 		r := results[mode]
 		var line strings.Builder
 		total := 0.0

@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -59,15 +60,16 @@ type Env struct {
 	stops []func()
 }
 
-// Start starts envtest with Parley's CRDs and the harness's clients, with the
-// controller-runtime logger discarded. On an error it stops what it started.
-func Start() (*Env, error) {
+// Start starts envtest with Parley's CRDs (each configure applied to the environment first: API
+// server flags) and the harness's clients, with the controller-runtime logger discarded. On an
+// error it stops what it started.
+func Start(configure ...func(*envtest.Environment)) (*Env, error) {
 	ctrllog.SetLogger(logr.Discard())
 	e := &Env{Scheme: runtime.NewScheme()}
 	if err := kubeenv.AddToScheme(e.Scheme); err != nil {
 		return nil, err
 	}
-	cfg, stopEnv, err := kubeenv.StartWithCRDs()
+	cfg, stopEnv, err := kubeenv.StartWithCRDs(configure...)
 	if err != nil {
 		return nil, err
 	}

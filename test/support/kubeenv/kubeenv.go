@@ -47,8 +47,9 @@ func Start() (*rest.Config, func(), error) {
 }
 
 // StartWithCRDs starts the control plane with Parley's CRDs installed (config/crd/bases of the
-// repository). The client config is envtest's own: the caller sets its rates.
-func StartWithCRDs() (*rest.Config, func(), error) {
+// repository), each configure applied to the environment first (API server flags). The client
+// config is envtest's own: the caller sets its rates.
+func StartWithCRDs(configure ...func(*envtest.Environment)) (*rest.Config, func(), error) {
 	root, err := repopath.Root()
 	if err != nil {
 		return nil, nil, err
@@ -61,6 +62,9 @@ func StartWithCRDs() (*rest.Config, func(), error) {
 		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 		BinaryAssetsDirectory: dir,
+	}
+	for _, c := range configure {
+		c(env)
 	}
 	cfg, err := env.Start()
 	if err != nil {
