@@ -177,7 +177,7 @@ bench-appends: envtest s3-server ## Appends/s of 1 KiB messages through the stor
 bench-session-api-paths: envtest s3-server ## Appends/s and p50/p99 by the Session API's two paths, direct (agent token) and through the API server (API aggregation), alternating (APPENDS_PHASE, APPENDS_ROUNDS; see docs/benchmarks.md).
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" PARLEY_VERSITYGW="$(VERSITYGW)" \
 		$(GO) test ./internal/sessionapi/apibench -run '^$$' -bench APIPaths -benchtime 1x -timeout 30m -v \
-		-args -phase $(APPENDS_PHASE) -rounds $(APPENDS_ROUNDS)
+		-args -phase $(APPENDS_PHASE) -rounds $(APPENDS_ROUNDS) -conversation-rate 100000
 
 .PHONY: bench-scale
 bench-scale: envtest ## The scale benchmark: 10,000 Conversations on envtest against the real manager (PARLEY_SCALE_* knobs: test/scale/scale_test.go; figures: docs/benchmarks.md).
