@@ -31,6 +31,11 @@ const (
 	// EnvClaudeConfigDir points the Claude Agent SDK (and the Claude Code CLI) at the bundle's
 	// config directory, for adapter claude-agent-sdk.
 	EnvClaudeConfigDir = "CLAUDE_CONFIG_DIR"
+	// EnvNodeExtraCACerts is Node.js's file of extra trusted CAs, read once at start. Node's
+	// fetch takes no CA per call, so a Node agent (the TypeScript clients, the examples) trusts
+	// the Session API's certificate only through it: it is set to PARLEY_CA_FILE's file unless
+	// the container sets it itself.
+	EnvNodeExtraCACerts = "NODE_EXTRA_CA_CERTS"
 )
 
 // Volumes and paths Parley adds.
@@ -150,6 +155,9 @@ func Build(template *corev1.PodTemplateSpec, p Params) (*corev1.Pod, error) {
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		c.Env = append(c.Env, env...)
+		if ca := caFile(p); ca != "" && !setsEnv(c, EnvNodeExtraCACerts) {
+			c.Env = append(c.Env, corev1.EnvVar{Name: EnvNodeExtraCACerts, Value: ca})
+		}
 		c.VolumeMounts = append(c.VolumeMounts, mounts...)
 	}
 	return pod, nil
@@ -201,16 +209,34 @@ func environment(p Params) []corev1.EnvVar {
 		{Name: EnvResumeDir, Value: p.MountPath},
 		{Name: EnvTokenFile, Value: path.Join(TokenDir, "token")},
 	}
-	switch {
-	case p.CAConfigMap != "":
-		env = append(env, corev1.EnvVar{Name: EnvCAFile, Value: path.Join(CADir, "ca.crt")})
-	case p.CAInBundle:
-		env = append(env, corev1.EnvVar{Name: EnvCAFile, Value: path.Join(p.MountPath, CAFile)})
+	if ca := caFile(p); ca != "" {
+		env = append(env, corev1.EnvVar{Name: EnvCAFile, Value: ca})
 	}
 	if p.ClaudeConfig != "" {
 		env = append(env, corev1.EnvVar{Name: EnvClaudeConfigDir, Value: path.Join(p.MountPath, p.ClaudeConfig)})
 	}
 	return env
+}
+
+// caFile is the file of the CAs agents verify the Session API with (empty: none of Parley's).
+func caFile(p Params) string {
+	switch {
+	case p.CAConfigMap != "":
+		return path.Join(CADir, "ca.crt")
+	case p.CAInBundle:
+		return path.Join(p.MountPath, CAFile)
+	}
+	return ""
+}
+
+// setsEnv reports whether the container sets the variable name itself.
+func setsEnv(c *corev1.Container, name string) bool {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // reservedEnv are the variables Parley sets; a template setting one would be silently

@@ -130,6 +130,42 @@ func TestBuildForClaudeAndWithACA(t *testing.T) {
 	}
 }
 
+// TestBuildTellsNodeTheCA: Node agents trust the Session API's CA through NODE_EXTRA_CA_CERTS,
+// the file PARLEY_CA_FILE names, unless the container sets its own; without a CA it is unset.
+func TestBuildTellsNodeTheCA(t *testing.T) {
+	for name, tc := range map[string]struct {
+		inBundle bool
+		own      string
+		want     string
+	}{
+		"the CA in the bundle":             {inBundle: true, want: "/var/run/parley/" + CAFile},
+		"the container's own file is kept": {inBundle: true, own: "/etc/corp-ca.pem", want: "/etc/corp-ca.pem"},
+		"no CA of Parley's":                {},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := params()
+			p.CAInBundle = tc.inBundle
+			tmpl := template()
+			if tc.own != "" {
+				tmpl.Spec.Containers[0].Env = append(tmpl.Spec.Containers[0].Env, corev1.EnvVar{Name: EnvNodeExtraCACerts, Value: tc.own})
+			}
+			pod, err := Build(tmpl, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, e := range pod.Spec.Containers[0].Env {
+				if e.Name == EnvNodeExtraCACerts {
+					n++
+				}
+			}
+			if got := envOf(&pod.Spec.Containers[0])[EnvNodeExtraCACerts]; got != tc.want || n > 1 {
+				t.Errorf("NODE_EXTRA_CA_CERTS %q (set %d times), want %q once", got, n, tc.want)
+			}
+		})
+	}
+}
+
 func TestBuildRefusesConflicts(t *testing.T) {
 	cases := []struct {
 		name  string
