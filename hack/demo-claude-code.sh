@@ -25,8 +25,6 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 lc=$root/hack/local-cluster
 manifest=examples/claude-code/conversation.yaml
-# Where `make run-local` serves the Session API (its host-run manager, on the bridge).
-SESSION_API=10.88.0.1:8082
 
 # shellcheck source=hack/lib/steps.sh
 . "$root/hack/lib/steps.sh"
@@ -49,7 +47,8 @@ held() { [ -n "$(record held)" ]; }
 command -v node >/dev/null || fail "node is not installed (the agent's image is built from the host's node)"
 KUBECONFIG=$("$lc" kubeconfig)
 export KUBECONFIG
-"$lc" status >/dev/null 2>&1 && curl -s -o /dev/null "http://$SESSION_API/" ||
+# The Session API answers through the API server once make run-local's manager serves it.
+"$lc" status >/dev/null 2>&1 && kubectl get --raw /apis/session.parley.dev/v1alpha1 >/dev/null 2>&1 ||
   fail "no local cluster with Parley's manager: run make run-local first"
 kubectl get serviceaccount parley-agent >/dev/null 2>&1 ||
   fail "no ServiceAccount parley-agent (config/samples): run make run-local first"
@@ -111,10 +110,9 @@ step "The model requests the stub received"
 record print
 record resumed
 
-step "kubectl parley history $conv (the Session API at http://$SESSION_API)"
+step "kubectl parley history $conv (through the API server)"
 go build -o bin/kubectl-parley ./cmd/kubectl-parley
-bin/kubectl-parley history "$conv" --session-api-url "http://$SESSION_API" \
-  --session-api-token "$(kubectl create token parley-agent --audience parley)"
+bin/kubectl-parley history "$conv"
 
 cat <<EOF
 
