@@ -259,4 +259,12 @@ var _ = Describe("Agent framework adapters (clients/*, TypeScript)", Label("agen
 			Expect(string(r.Raw)).To(HavePrefix(`{"type":"langgraph.`))
 		}
 	})
+
+	It("the LangGraph checkpoint saver: a put a crash interrupts leaves no message without its checkpoint, and its retry stores nothing twice", func() {
+		env.LiveConversation(ns, "lg-crash")
+		env.LiveConversation(ns, "lg-retry")
+		runNode(filepath.Join(work, "langgraph-checkpoint-saver"), []string{
+			"PARLEY_API_URL=" + env.SessionURL, "PARLEY_NAMESPACE=" + ns, "PARLEY_CHECK_TOKEN=" + token,
+		}, "--test", "--test-reporter=spec", "test/put.test.mjs")
+	})
 })

@@ -39,7 +39,6 @@ export declare class ParleyCheckpointSaver extends BaseCheckpointSaver {
     /** Clears the thread's Conversation (a reset: a Reset Checkpoint keeps what it held). */
     deleteThread(threadId: string): Promise<void>;
     private index;
-    private appendMessages;
     private appendRecords;
     private advance;
     private tupleOf;

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { BaseCheckpointSaver, compareWritesSortKeys, copyCheckpoint, getCheckpointId, maxChannelVersion, TASKS, WRITES_IDX_MAP, writesSortKey, } from '@langchain/langgraph-checkpoint';
 import { newId, ParleyClient, ParleyProblem } from '@parley-dev/session-api';
 import { MESSAGES_CHANNEL, newMessages } from './messages.js';
@@ -98,10 +99,8 @@ export class ParleyCheckpointSaver extends BaseCheckpointSaver {
             metadata: await this.dumps(metadata),
         });
         const index = await this.index(threadId);
-        if (ns === '' && index) {
-            await this.appendMessages(threadId, index, newMessages(checkpoint.channel_values[MESSAGES_CHANNEL], index.messageIds));
-        }
-        await this.appendRecords(threadId, records);
+        const messages = ns === '' && index ? newMessages(checkpoint.channel_values[MESSAGES_CHANNEL], index.messageIds) : [];
+        await this.appendRecords(threadId, importIdOf(records), records, messages);
         return { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
     }
     async putWrites(config, writes, taskId, taskPath) {
@@ -112,7 +111,9 @@ export class ParleyCheckpointSaver extends BaseCheckpointSaver {
         }
         const ns = config.configurable?.checkpoint_ns ?? '';
         const stored = await Promise.all(writes.map(async ([channel, value], i) => ({ idx: WRITES_IDX_MAP[channel] || i, channel, value: await this.dumps(value) })));
-        await this.appendRecords(threadId, [{ type: 'langgraph.writes', ns, checkpoint: checkpointId, task: taskId, ...(taskPath ? { path: taskPath } : {}), writes: stored }]);
+        // A fresh import id: the same writes put again after other writes of the task count again
+        // (the latest error or interrupt wins); a retried request repeats the id.
+        await this.appendRecords(threadId, newId(), [{ type: 'langgraph.writes', ns, checkpoint: checkpointId, task: taskId, ...(taskPath ? { path: taskPath } : {}), writes: stored }]);
     }
     /** Clears the thread's Conversation (a reset: a Reset Checkpoint keeps what it held). */
     async deleteThread(threadId) {
@@ -155,21 +156,34 @@ export class ParleyCheckpointSaver extends BaseCheckpointSaver {
             throw err;
         }
     }
-    async appendMessages(threadId, index, messages) {
+    // appendRecords stores records, and the new messages of the checkpoint among them, in one
+    // import request named id: the history never holds a checkpoint's messages without the
+    // checkpoint, so a graph resumed after a crash finds no message that no checkpoint led to.
+    // put names the import by a digest of its records, so a put retried after a lost answer, by
+    // this process or a new one, stores nothing twice (messages are stored once by their ids).
+    //
+    // More new messages than one request takes (the graph's first put of a long thread) go in
+    // later parts of the same import: a crash between parts leaves the checkpoint with some of
+    // its messages missing from the history, which the next put sends again, since it sends
+    // every message of the channel that the history does not hold.
+    async appendRecords(threadId, id, records, messages = []) {
         const conversation = await this.conversationFor(threadId);
-        for (let i = 0; i < messages.length; i += MAX_BATCH) {
+        for (let part = 0, i = 0; part === 0 || i < messages.length; part++, i += MAX_BATCH) {
             const batch = messages.slice(i, i + MAX_BATCH);
-            const res = await this.client.append(this.namespace, conversation, batch);
-            this.advance(threadId, res.sequences, () => batch.forEach((m) => index.messageIds.add(m.id)));
+            const last = batch.at(-1)?.id;
+            const state = {
+                schemaVersion: '',
+                // A part's messages are numbered among themselves; the history numbers them anew.
+                messages: batch.map((m, n) => ({ ...m, seq: n + 1 })),
+                records: part === 0 ? records.map((raw) => ({ raw, ...(last ? { afterId: last } : {}) })) : [],
+            };
+            const res = await this.client.importState(this.namespace, conversation, { id, part, state });
+            this.advance(threadId, res.sequences, (index) => {
+                batch.forEach((m) => index.messageIds.add(m.id));
+                if (part === 0)
+                    records.forEach((r) => index.add(r));
+            });
         }
-    }
-    // appendRecords stores records in one request, under an import id of their own (so the
-    // client's retries store them once), and folds them into the index.
-    async appendRecords(threadId, records) {
-        const conversation = await this.conversationFor(threadId);
-        const state = { schemaVersion: '', records: records.map((raw) => ({ raw })) };
-        const res = await this.client.importState(this.namespace, conversation, { id: newId(), part: 0, state });
-        this.advance(threadId, res.sequences, (index) => records.forEach((r) => index.add(r)));
     }
     // advance applies an own write to the index when it directly follows what the index holds;
     // otherwise someone else wrote in between and the index is read again on the next call.
@@ -239,6 +253,10 @@ export class ParleyCheckpointSaver extends BaseCheckpointSaver {
         const bytes = 'json' in s ? new TextEncoder().encode(JSON.stringify(s.json)) : Buffer.from(s.b64 ?? '', 'base64');
         return this.serde.loadsTyped(s.t, bytes);
     }
+}
+// importIdOf names the import of records by their content: the same put names it the same.
+function importIdOf(records) {
+    return `langgraph-${createHash('sha256').update(JSON.stringify(records)).digest('hex').slice(0, 40)}`;
 }
 function requireThread(config, what) {
     const threadId = config.configurable?.thread_id;
