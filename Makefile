@@ -31,9 +31,8 @@ VERSITYGW ?= $(LOCALBIN)/s3/versitygw
 ## @anthropic-ai/claude-code): the newest 2.1.x and an older one users still run.
 CLAUDE_CODE_VERSIONS ?= 2.1.330 2.1.197
 CLAUDE_CODE ?= $(LOCALBIN)/claude-code
-## The Claude Agent SDK session store (TypeScript, its compiled dist/ committed), and the
-## Claude Agent SDK it is built and tested with, with the build-time packages that compile it.
-SESSION_STORE ?= clients/claude-agent-sdk-session-store
+## The Claude Agent SDK the session store (clients/claude-agent-sdk-session-store) is built and
+## tested with, with the build-time packages that compile it.
 CLAUDE_AGENT_SDK_VERSION ?= 0.3.330
 CLAUDE_AGENT_SDK_BUILD ?= typescript@7.0.2 @types/node@20.19.43
 CLAUDE_AGENT_SDK ?= $(LOCALBIN)/claude-agent-sdk
@@ -272,18 +271,13 @@ claude-code: ## Install the Claude Code CLI releases of CLAUDE_CODE_VERSIONS wit
 claude-agent-sdk: ## Install the Claude Agent SDK and TypeScript with npm (cached outside the clone).
 	@hack/claude-agent-sdk.sh $(CLAUDE_AGENT_SDK) $(CLAUDE_AGENT_SDK_VERSION) $(CLAUDE_AGENT_SDK_BUILD) >/dev/null
 
-.PHONY: session-store
-session-store: claude-agent-sdk ## Compile the Claude Agent SDK session store (SESSION_STORE/src) into its committed dist/ with the pinned TypeScript.
-	ln -sfn $(CLAUDE_AGENT_SDK)/node_modules $(SESSION_STORE)/node_modules
-	cd $(SESSION_STORE) && node node_modules/typescript/bin/tsc -p .
-
 .PHONY: agent-frameworks
 agent-frameworks: ## Install the OpenAI Agents SDK, LangGraph and TypeScript with npm (cached outside the clone).
 	@hack/agent-frameworks.sh $(AGENT_FRAMEWORKS) $(AGENT_FRAMEWORKS_PACKAGES) >/dev/null
 
 .PHONY: agent-clients
-agent-clients: agent-frameworks ## Compile the TypeScript Session API client and the agent framework adapters (clients/) into their committed dist/.
-	hack/agent-clients.sh $(AGENT_FRAMEWORKS) clients
+agent-clients: agent-frameworks claude-agent-sdk ## Compile the TypeScript Session API client and the agent framework adapters (clients/) into their committed dist/.
+	hack/agent-clients.sh $(AGENT_FRAMEWORKS) clients $(CLAUDE_AGENT_SDK)
 
 .PHONY: controller-gen
 controller-gen: ## Build controller-gen.

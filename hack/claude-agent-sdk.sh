@@ -4,8 +4,8 @@
 # native `claude` binary ships inside the registry package
 # @anthropic-ai/claude-agent-sdk-<platform>) and the build-time PACKAGEs (typescript, @types/node)
 # into a cache outside the clone, once, and links LINK to that folder (it holds node_modules/).
-# The TypeScript session store test (test/clients) compiles clients/claude-agent-sdk-session-store
-# with it and runs the real SDK against a live Session API.
+# hack/agent-clients.sh compiles clients/claude-agent-sdk-session-store against it, and the
+# session store test (test/clients) runs the real SDK against a live Session API.
 #
 # When it cannot be installed (no node or npm, no registry), the reason is written to
 # LINK.UNAVAILABLE and the script exits 0: the test then skips with that reason, except under

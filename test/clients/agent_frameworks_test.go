@@ -23,16 +23,18 @@ import (
 )
 
 // The TypeScript Session API client (clients/session-api-typescript) and the adapters built on
-// it — the OpenAI Agents SDK session (clients/openai-agents-session) and the LangGraph
-// checkpoint saver (clients/langgraph-checkpoint-saver) — are compiled with the TypeScript and
-// the frameworks that hack/agent-frameworks.sh installs (make agent-frameworks, a prerequisite
-// of make test), and their tests run with node against this suite's Session API: the client's
-// calls, the OpenAI Session behaviour with the real SDK, and LangGraph's own conformance suite
-// (validate-checkpointer) and a real graph against the saver.
+// it — the OpenAI Agents SDK session (clients/openai-agents-session), the LangGraph checkpoint
+// saver (clients/langgraph-checkpoint-saver) and the Claude Agent SDK session store
+// (clients/claude-agent-sdk-session-store) — are compiled with the TypeScript and the
+// frameworks that hack/agent-frameworks.sh and hack/claude-agent-sdk.sh install (make
+// agent-frameworks claude-agent-sdk, prerequisites of make test), and their tests run with node
+// against this suite's Session API: the client's calls, the OpenAI Session behaviour with the
+// real SDK, LangGraph's own conformance suite (validate-checkpointer) and a real graph against
+// the saver, and the session store under the real Claude Agent SDK (session_store_test.go).
 
 // agentClientPackages are the folders under clients/, the client first (the adapters compile
 // against it).
-var agentClientPackages = []string{"session-api-typescript", "openai-agents-session", "langgraph-checkpoint-saver"}
+var agentClientPackages = []string{"session-api-typescript", "openai-agents-session", "langgraph-checkpoint-saver", "claude-agent-sdk-session-store"}
 
 // agentFrameworks is the folder holding the frameworks' node_modules, or a skip (a failure in CI).
 func agentFrameworks() string {
@@ -61,10 +63,10 @@ func agentFrameworks() string {
 	return dir
 }
 
-// agentClientsWorkspace copies the three packages into a scratch clients/ folder, compiles
-// them with hack/agent-clients.sh, and fails when a committed dist/ is not what its sources
-// compile to. It returns the scratch clients/ folder.
-func agentClientsWorkspace(frameworks string) string {
+// agentClientsWorkspace copies the packages into a scratch clients/ folder, compiles them with
+// hack/agent-clients.sh, and fails when a committed dist/ is not what its sources compile to.
+// It returns the scratch clients/ folder.
+func agentClientsWorkspace(frameworks, sdk string) string {
 	work := filepath.Join(GinkgoT().TempDir(), "clients")
 	for _, pkg := range agentClientPackages {
 		src := filepath.Join(env.RepoRoot, "clients", pkg)
@@ -72,7 +74,7 @@ func agentClientsWorkspace(frameworks string) string {
 		Expect(os.RemoveAll(filepath.Join(work, pkg, "dist"))).To(Succeed())
 	}
 	start := time.Now()
-	out, err := exec.CommandContext(env.Ctx, filepath.Join(env.RepoRoot, "hack", "agent-clients.sh"), frameworks, work).CombinedOutput()
+	out, err := exec.CommandContext(env.Ctx, filepath.Join(env.RepoRoot, "hack", "agent-clients.sh"), frameworks, work, sdk).CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), "compiling the agent clients:\n%s", out)
 	GinkgoWriter.Printf("tsc compiled the agent clients in %s\n", time.Since(start).Round(time.Millisecond))
 	for _, pkg := range agentClientPackages {
@@ -191,7 +193,7 @@ var _ = Describe("Agent framework adapters (clients/*, TypeScript)", Label("agen
 	var work, ns, token string
 
 	BeforeAll(func() {
-		work = agentClientsWorkspace(agentFrameworks())
+		work = agentClientsWorkspace(agentFrameworks(), agentSDK())
 		ns = env.AgentNamespace()
 		env.GrantHistory(ns, "resetter", []string{"get", "create", "delete"})
 		token = env.AgentToken(ns, "resetter", nil)
@@ -267,4 +269,6 @@ var _ = Describe("Agent framework adapters (clients/*, TypeScript)", Label("agen
 			"PARLEY_API_URL=" + env.SessionURL, "PARLEY_NAMESPACE=" + ns, "PARLEY_CHECK_TOKEN=" + token,
 		}, "--test", "--test-reporter=spec", "test/put.test.mjs")
 	})
+
+	sessionStoreSpecs(func() string { return work })
 })

@@ -1,7 +1,6 @@
 package clients
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -20,15 +19,13 @@ import (
 	"github.com/parley-dev/parley/test/fixtures"
 )
 
-// The TypeScript session store (clients/claude-agent-sdk-session-store) is compiled with the
-// TypeScript and the Claude Agent SDK that hack/claude-agent-sdk.sh installs (make
-// claude-agent-sdk, a prerequisite of make test), and its test/check_store.mjs runs the real
-// SDK against this suite's Session API: every SessionStore contract, importSessionToStore of a
-// real transcript (the Claude Code session of test/fixtures), and a resume whose transcript
-// lives only in Parley.
-
-// sessionStoreDir is the session store's folder in the repository.
-var sessionStoreDir = filepath.Join("clients", "claude-agent-sdk-session-store")
+// The Claude Agent SDK session store (clients/claude-agent-sdk-session-store), on the
+// TypeScript client, is compiled with the other TypeScript packages (agentClientsWorkspace)
+// against the Claude Agent SDK that hack/claude-agent-sdk.sh installs (make claude-agent-sdk, a
+// prerequisite of make test), and its test/check_store.mjs runs the real SDK against this
+// suite's Session API: every SessionStore contract, importSessionToStore of a real transcript
+// (the Claude Code session of test/fixtures), and a resume whose transcript lives only in
+// Parley.
 
 // agentSDK is the folder holding the SDK's node_modules, or a skip (a failure in CI).
 func agentSDK() string {
@@ -55,37 +52,11 @@ func agentSDK() string {
 	return dir
 }
 
-// typescriptWorkspace copies the session store into a scratch folder beside the SDK's
-// node_modules, compiles it, and fails when the committed dist/ is not what the sources
-// compile to.
-func typescriptWorkspace(sdk string) string {
-	src := filepath.Join(env.RepoRoot, sessionStoreDir)
-	work := GinkgoT().TempDir()
-	for _, f := range []string{"package.json", "tsconfig.json", "src/index.ts", "test/check_store.mjs", "test/messages-stub.mjs"} {
-		data, err := os.ReadFile(filepath.Join(src, f))
-		Expect(err).NotTo(HaveOccurred())
-		Expect(os.MkdirAll(filepath.Dir(filepath.Join(work, f)), 0o755)).To(Succeed())
-		Expect(os.WriteFile(filepath.Join(work, f), data, 0o644)).To(Succeed())
-	}
-	Expect(os.Symlink(filepath.Join(sdk, "node_modules"), filepath.Join(work, "node_modules"))).To(Succeed())
-	start := time.Now()
-	out, err := exec.CommandContext(env.Ctx, "node", filepath.Join(work, "node_modules", "typescript", "bin", "tsc"), "-p", work).CombinedOutput()
-	Expect(err).NotTo(HaveOccurred(), "tsc:\n%s", out)
-	GinkgoWriter.Printf("tsc compiled %s in %s\n", sessionStoreDir, time.Since(start).Round(time.Millisecond))
-	for _, f := range []string{"dist/index.js", "dist/index.d.ts"} {
-		built, err := os.ReadFile(filepath.Join(work, f))
-		Expect(err).NotTo(HaveOccurred())
-		committed, err := os.ReadFile(filepath.Join(src, f))
-		Expect(err).NotTo(HaveOccurred())
-		Expect(bytes.Equal(built, committed)).To(BeTrue(), "%s/%s is not what src/ compiles to: run make session-store and commit it", sessionStoreDir, f)
-	}
-	return work
-}
-
-var _ = Describe("Claude Agent SDK session store (clients/claude-agent-sdk-session-store)", Label("agent-sdk"), func() {
-	It("keeps the SDK's transcript in the conversation: every contract, a real import, a resume from Parley alone", func() {
-		sdk := agentSDK()
-		work := typescriptWorkspace(sdk)
+// sessionStoreSpecs are the session store's specs, in the Ordered container of the TypeScript
+// packages: work is their compiled clients/ folder.
+func sessionStoreSpecs(work func() string) {
+	It("the Claude Agent SDK session store: every contract, a real import, a resume from Parley alone", Label("agent-sdk"), func() {
+		dir := filepath.Join(work(), "claude-agent-sdk-session-store")
 
 		ns := env.AgentNamespace()
 		resumed := env.ConversationWithSession(ns, "resumed", uuid.NewString())
@@ -104,8 +75,8 @@ var _ = Describe("Claude Agent SDK session store (clients/claude-agent-sdk-sessi
 		Expect(os.WriteFile(tokenFile, []byte(env.AgentToken(ns, "agent", env.AgentPodOf(resumed))), 0o600)).To(Succeed())
 		runCtx, cancel := context.WithTimeout(env.Ctx, 6*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(runCtx, "node", filepath.Join(work, "test", "check_store.mjs"))
-		cmd.Dir = work
+		cmd := exec.CommandContext(runCtx, "node", filepath.Join(dir, "test", "check_store.mjs"))
+		cmd.Dir = dir
 		cmd.Env = append(os.Environ(),
 			"PARLEY_API_URL="+env.SessionURL, "PARLEY_NAMESPACE="+ns, "PARLEY_CONVERSATION="+resumed.Name,
 			"PARLEY_SESSION_ID="+resumed.Status.SessionID, "PARLEY_TOKEN_FILE="+tokenFile,
@@ -156,7 +127,7 @@ var _ = Describe("Claude Agent SDK session store (clients/claude-agent-sdk-sessi
 		Expect(got[:len(want)]).To(Equal(want))
 		Expect(page.Messages[len(want)].Text()).To(ContainSubstring("parley resumes the fixture"))
 	})
-})
+}
 
 // containsInOrder checks that each prefix starts some item of items, in the given order.
 func containsInOrder(items []string, prefixes ...string) error {

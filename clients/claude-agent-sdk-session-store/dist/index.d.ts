@@ -1,7 +1,9 @@
 import type { SessionKey, SessionStore, SessionStoreEntry } from '@anthropic-ai/claude-agent-sdk';
-/** Where the operator mounts the agent's projected ServiceAccount token (audience parley). */
-export declare const DEFAULT_TOKEN_FILE = "/var/run/secrets/parley.dev/serviceaccount/token";
+import { ParleyClient } from '@parley-dev/session-api';
+export { DEFAULT_TOKEN_FILE, ParleyProblem } from '@parley-dev/session-api';
 export interface ParleySessionStoreOptions {
+    /** The Session API client. Default: one made of the options below and the PARLEY_* variables. */
+    client?: ParleyClient;
     /** The Session API, e.g. https://parley-session-api.parley-system.svc:8082. Default: PARLEY_API_URL. */
     url?: string;
     /** The Conversation's namespace. Default: PARLEY_NAMESPACE. */
@@ -15,26 +17,12 @@ export interface ParleySessionStoreOptions {
     sessionId?: string;
     /** A bearer token, or a function that returns one for each call. Default: read tokenFile. */
     token?: string | (() => string | Promise<string>);
-    /** Default: PARLEY_TOKEN_FILE, else DEFAULT_TOKEN_FILE. */
+    /** Default: PARLEY_TOKEN_FILE, else DEFAULT_TOKEN_FILE; read again on every call. */
     tokenFile?: string;
-    /** The fetch to call the API with. Default: globalThis.fetch. */
-    fetch?: typeof fetch;
-    /** Tries of a call that fails transiently (network, 429, 502-504), same ids each time. Default 5. */
-    attempts?: number;
-    /** Longest wait between tries, in ms, unless Retry-After asks for more. Default 4000. */
-    maxBackoffMs?: number;
-    /** Time limit of one request, in ms. Default 20000. */
-    timeoutMs?: number;
+    /** The CA of the API's certificate (PEM file). Default: PARLEY_CA_FILE; else the system's CAs. */
+    caFile?: string;
     /** Largest request body sent: larger appends are split. Default 3 MiB (the API takes 4 MiB). */
     maxBodyBytes?: number;
-}
-/** An error answer of the Session API (application/problem+json). */
-export declare class ParleyProblem extends Error {
-    readonly status: number;
-    readonly type: string;
-    readonly title: string;
-    readonly detail: string;
-    constructor(status: number, type: string, title: string, detail: string);
 }
 /**
  * A SessionStore over one Parley Conversation. The Conversation holds one session, its own
@@ -48,10 +36,10 @@ export declare class ParleyProblem extends Error {
  * sessions with `listSessions` and `load`).
  */
 export declare class ParleySessionStore implements SessionStore {
-    private readonly base;
-    private readonly opts;
-    private readonly fetchFn;
-    private readonly tokenSource;
+    private readonly client;
+    private readonly namespace;
+    private readonly conversation;
+    private readonly maxBodyBytes;
     private sessionId;
     constructor(options?: ParleySessionStoreOptions);
     /** Stores entries in order. Entries with a uuid are stored once whatever brings them again. */
@@ -69,5 +57,4 @@ export declare class ParleySessionStore implements SessionStore {
         sessionId: string;
     }): Promise<string[]>;
     private ownSession;
-    private call;
 }

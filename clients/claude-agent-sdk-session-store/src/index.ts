@@ -6,19 +6,18 @@
 //   query({ prompt, options: { sessionStore: new ParleySessionStore(), resume: process.env.PARLEY_SESSION_ID } });
 //
 // Inside an agent pod it needs no configuration: the Conversation, its session id and the API
-// come from the PARLEY_* variables the operator sets, the token from the projected file
-// (re-read on every call, since the kubelet rotates it). Nothing but the SDK's types and the
-// runtime's fetch: for the Session API's own CA, start node with
-// NODE_EXTRA_CA_CERTS=$PARLEY_CA_FILE (Node reads it at start-up), or pass a fetch that trusts it.
-
-import { readFile } from 'node:fs/promises';
+// come from the PARLEY_* variables the operator sets. The HTTP — the token file read again on
+// every call, the CA in PARLEY_CA_FILE, retries with the same batch ids, paging — is the
+// TypeScript Session API client's (@parley-dev/session-api), which the other adapters share.
 
 import type { SessionKey, SessionStore, SessionStoreEntry } from '@anthropic-ai/claude-agent-sdk';
+import { DEFAULT_TOKEN_FILE, ParleyClient, type TranscriptEntry } from '@parley-dev/session-api';
 
-/** Where the operator mounts the agent's projected ServiceAccount token (audience parley). */
-export const DEFAULT_TOKEN_FILE = '/var/run/secrets/parley.dev/serviceaccount/token';
+export { DEFAULT_TOKEN_FILE, ParleyProblem } from '@parley-dev/session-api';
 
 export interface ParleySessionStoreOptions {
+  /** The Session API client. Default: one made of the options below and the PARLEY_* variables. */
+  client?: ParleyClient;
   /** The Session API, e.g. https://parley-session-api.parley-system.svc:8082. Default: PARLEY_API_URL. */
   url?: string;
   /** The Conversation's namespace. Default: PARLEY_NAMESPACE. */
@@ -32,43 +31,12 @@ export interface ParleySessionStoreOptions {
   sessionId?: string;
   /** A bearer token, or a function that returns one for each call. Default: read tokenFile. */
   token?: string | (() => string | Promise<string>);
-  /** Default: PARLEY_TOKEN_FILE, else DEFAULT_TOKEN_FILE. */
+  /** Default: PARLEY_TOKEN_FILE, else DEFAULT_TOKEN_FILE; read again on every call. */
   tokenFile?: string;
-  /** The fetch to call the API with. Default: globalThis.fetch. */
-  fetch?: typeof fetch;
-  /** Tries of a call that fails transiently (network, 429, 502-504), same ids each time. Default 5. */
-  attempts?: number;
-  /** Longest wait between tries, in ms, unless Retry-After asks for more. Default 4000. */
-  maxBackoffMs?: number;
-  /** Time limit of one request, in ms. Default 20000. */
-  timeoutMs?: number;
+  /** The CA of the API's certificate (PEM file). Default: PARLEY_CA_FILE; else the system's CAs. */
+  caFile?: string;
   /** Largest request body sent: larger appends are split. Default 3 MiB (the API takes 4 MiB). */
   maxBodyBytes?: number;
-}
-
-/** An error answer of the Session API (application/problem+json). */
-export class ParleyProblem extends Error {
-  constructor(
-    readonly status: number,
-    readonly type: string,
-    readonly title: string,
-    readonly detail: string,
-  ) {
-    super(`Parley Session API: ${status} ${title}${detail ? `: ${detail}` : ''}`);
-    this.name = 'ParleyProblem';
-  }
-}
-
-// The Session API's bodies (pkg/wire/transcript.go).
-interface TranscriptPage {
-  epoch: number;
-  exists: boolean;
-  entries: SessionStoreEntry[];
-  next?: number;
-}
-interface TranscriptIndex {
-  sessionId: string;
-  transcripts: { subpath?: string; modified?: string }[];
 }
 
 // The Session API takes at most 500 entries per append.
@@ -86,10 +54,10 @@ const MAX_BATCH = 500;
  * sessions with `listSessions` and `load`).
  */
 export class ParleySessionStore implements SessionStore {
-  private readonly base: string;
-  private readonly opts: Required<Pick<ParleySessionStoreOptions, 'attempts' | 'maxBackoffMs' | 'timeoutMs' | 'maxBodyBytes'>>;
-  private readonly fetchFn: typeof fetch;
-  private readonly tokenSource: () => Promise<string>;
+  private readonly client: ParleyClient;
+  private readonly namespace: string;
+  private readonly conversation: string;
+  private readonly maxBodyBytes: number;
   private sessionId: string | undefined;
 
   constructor(options: ParleySessionStoreOptions = {}) {
@@ -97,29 +65,23 @@ export class ParleySessionStore implements SessionStore {
     const url = options.url ?? env.PARLEY_API_URL;
     const namespace = options.namespace ?? env.PARLEY_NAMESPACE;
     const conversation = options.conversation ?? env.PARLEY_CONVERSATION;
-    if (!url || !namespace || !conversation) {
-      throw new Error('ParleySessionStore: the Session API URL, namespace and conversation are needed (options url, namespace, conversation or PARLEY_API_URL, PARLEY_NAMESPACE, PARLEY_CONVERSATION)');
+    if ((!options.client && !url) || !namespace || !conversation) {
+      throw new Error('ParleySessionStore: the Session API URL, namespace and conversation are needed (options url or client, namespace, conversation or PARLEY_API_URL, PARLEY_NAMESPACE, PARLEY_CONVERSATION)');
     }
-    this.base = `${url.replace(/\/+$/, '')}/v1/namespaces/${encodeURIComponent(namespace)}/conversations/${encodeURIComponent(conversation)}`;
+    this.client =
+      options.client ??
+      new ParleyClient({
+        url: url!,
+        token: options.token,
+        tokenFile: options.tokenFile ?? (env.PARLEY_TOKEN_FILE || DEFAULT_TOKEN_FILE),
+        caFile: options.caFile ?? (env.PARLEY_CA_FILE || undefined),
+      });
+    this.namespace = namespace;
+    this.conversation = conversation;
     // PARLEY_SESSION_ID is the session of the pod's own Conversation, not of one named here.
     const own = namespace === env.PARLEY_NAMESPACE && conversation === env.PARLEY_CONVERSATION;
     this.sessionId = options.sessionId ?? ((own && env.PARLEY_SESSION_ID) || undefined);
-    this.fetchFn = options.fetch ?? globalThis.fetch;
-    this.opts = {
-      attempts: options.attempts ?? 5,
-      maxBackoffMs: options.maxBackoffMs ?? 4000,
-      timeoutMs: options.timeoutMs ?? 20000,
-      maxBodyBytes: options.maxBodyBytes ?? 3 << 20,
-    };
-    const { token } = options;
-    if (typeof token === 'string') {
-      this.tokenSource = async () => token;
-    } else if (typeof token === 'function') {
-      this.tokenSource = async () => token();
-    } else {
-      const file = options.tokenFile ?? env.PARLEY_TOKEN_FILE ?? DEFAULT_TOKEN_FILE;
-      this.tokenSource = async () => (await readFile(file, 'utf8')).trim();
-    }
+    this.maxBodyBytes = options.maxBodyBytes ?? 3 << 20;
   }
 
   /** Stores entries in order. Entries with a uuid are stored once whatever brings them again. */
@@ -131,12 +93,11 @@ export class ParleySessionStore implements SessionStore {
     if (key.sessionId !== own) {
       throw new Error(`ParleySessionStore: this Conversation holds session ${own}, not ${key.sessionId}; run the SDK with sessionId or resume ${own} (a fork is a new Conversation)`);
     }
-    const head = key.subpath === undefined ? '{' : `{"subpath":${JSON.stringify(key.subpath)},`;
-    for (const chunk of chunks(entries.map((e) => JSON.stringify(e)), this.opts.maxBodyBytes - head.length - 100)) {
-      // One batch id per request, repeated on every try: entries without a uuid are stored
-      // once per batch and position.
-      const body = `${head}"batch":"${globalThis.crypto.randomUUID()}","entries":[${chunk.join(',')}]}`;
-      await this.call('POST', '/transcript', body);
+    // Each request gets a batch id of its own, which the client repeats on every try: entries
+    // without a uuid are stored once per batch and position.
+    const room = this.maxBodyBytes - 200 - Buffer.byteLength(JSON.stringify(key.subpath ?? ''));
+    for (const batch of chunks(entries as TranscriptEntry[], room)) {
+      await this.client.appendTranscript(this.namespace, this.conversation, { subpath: key.subpath, entries: batch });
     }
   }
 
@@ -145,33 +106,13 @@ export class ParleySessionStore implements SessionStore {
     if (key.sessionId !== (await this.ownSession())) {
       return null;
     }
-    const query = key.subpath === undefined ? '' : `subpath=${encodeURIComponent(key.subpath)}&`;
-    // A compaction between two pages starts a new epoch: read again from the start.
-    for (let tries = 0; tries < 3; tries++) {
-      const entries: SessionStoreEntry[] = [];
-      let epoch: number | undefined;
-      let offset = 0;
-      let exists = false;
-      for (;;) {
-        const page = (await this.call('GET', `/transcript?${query}offset=${offset}`)) as TranscriptPage;
-        if (epoch !== undefined && page.epoch !== epoch) {
-          break;
-        }
-        epoch = page.epoch;
-        exists = page.exists;
-        entries.push(...page.entries);
-        if (!page.next) {
-          return exists ? entries : null;
-        }
-        offset = page.next;
-      }
-    }
-    throw new Error('ParleySessionStore: the history was compacted three times while the transcript was read');
+    const transcript = await this.client.transcript(this.namespace, this.conversation, key.subpath);
+    return transcript.exists ? (transcript.entries as SessionStoreEntry[]) : null;
   }
 
   /** The Conversation's session, when it has a main transcript. */
   async listSessions(_projectKey: string): Promise<Array<{ sessionId: string; mtime: number }>> {
-    const index = (await this.call('GET', '/transcripts')) as TranscriptIndex;
+    const index = await this.client.transcripts(this.namespace, this.conversation);
     this.sessionId ??= index.sessionId;
     const main = index.transcripts.find((t) => !t.subpath);
     if (!main) {
@@ -182,7 +123,7 @@ export class ParleySessionStore implements SessionStore {
 
   /** The subagent transcripts of the session (e.g. subagents/agent-<id>). */
   async listSubkeys(key: { projectKey: string; sessionId: string }): Promise<string[]> {
-    const index = (await this.call('GET', '/transcripts')) as TranscriptIndex;
+    const index = await this.client.transcripts(this.namespace, this.conversation);
     this.sessionId ??= index.sessionId;
     if (key.sessionId !== index.sessionId) {
       return [];
@@ -192,60 +133,20 @@ export class ParleySessionStore implements SessionStore {
 
   private async ownSession(): Promise<string> {
     if (this.sessionId === undefined) {
-      const conv = (await this.call('GET', '')) as { sessionId: string };
-      this.sessionId = conv.sessionId;
+      this.sessionId = (await this.client.conversation(this.namespace, this.conversation)).sessionId;
     }
     return this.sessionId;
   }
-
-  // call sends a request, retrying what may succeed later with the same body.
-  private async call(method: string, path: string, body?: string): Promise<unknown> {
-    for (let attempt = 1; ; attempt++) {
-      let retryAfterMs = 0;
-      let failure: Error;
-      try {
-        const res = await this.fetchFn(this.base + path, {
-          method,
-          body,
-          headers: {
-            authorization: `Bearer ${await this.tokenSource()}`,
-            accept: 'application/json',
-            ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-          },
-          signal: AbortSignal.timeout(this.opts.timeoutMs),
-        });
-        const text = await res.text();
-        if (res.ok) {
-          return text ? JSON.parse(text) : undefined;
-        }
-        failure = problemOf(res.status, res.statusText, text);
-        if (![429, 502, 503, 504].includes(res.status)) {
-          throw failure;
-        }
-        retryAfterMs = 1000 * Number(res.headers.get('retry-after') ?? 0) || 0;
-      } catch (err) {
-        if (err instanceof ParleyProblem && ![429, 502, 503, 504].includes(err.status)) {
-          throw err;
-        }
-        failure = explain(err, this.base);
-      }
-      if (attempt >= this.opts.attempts) {
-        throw failure;
-      }
-      const backoff = Math.min(this.opts.maxBackoffMs, 100 * 2 ** attempt) * (0.5 + Math.random() / 2);
-      await new Promise((resolve) => setTimeout(resolve, Math.max(backoff, retryAfterMs)));
-    }
-  }
 }
 
-// chunks groups encoded entries into requests of at most MAX_BATCH entries and maxBytes
-// (an entry larger than that goes alone, and the API says whether it takes it).
-function chunks(encoded: string[], maxBytes: number): string[][] {
-  const out: string[][] = [];
-  let current: string[] = [];
+// chunks groups entries into requests of at most MAX_BATCH entries and maxBytes of JSON (an
+// entry larger than that goes alone, and the API says whether it takes it).
+function chunks(entries: TranscriptEntry[], maxBytes: number): TranscriptEntry[][] {
+  const out: TranscriptEntry[][] = [];
+  let current: TranscriptEntry[] = [];
   let size = 0;
-  for (const e of encoded) {
-    const n = Buffer.byteLength(e) + 1;
+  for (const e of entries) {
+    const n = Buffer.byteLength(JSON.stringify(e)) + 1;
     if (current.length > 0 && (current.length >= MAX_BATCH || size + n > maxBytes)) {
       out.push(current);
       current = [];
@@ -258,24 +159,4 @@ function chunks(encoded: string[], maxBytes: number): string[][] {
     out.push(current);
   }
   return out;
-}
-
-function problemOf(status: number, statusText: string, text: string): ParleyProblem {
-  try {
-    const p = JSON.parse(text) as { type?: string; title?: string; detail?: string };
-    return new ParleyProblem(status, p.type ?? '', p.title ?? statusText, p.detail ?? '');
-  } catch {
-    return new ParleyProblem(status, '', statusText, '');
-  }
-}
-
-// explain turns a network failure into an error that says what to do about a CA Node does
-// not trust.
-function explain(err: unknown, base: string): Error {
-  const cause = (err as { cause?: { code?: string } })?.cause;
-  const code = cause?.code ?? '';
-  if (base.startsWith('https:') && /CERT|SELF_SIGNED|UNABLE_TO_VERIFY/.test(code)) {
-    return new Error(`ParleySessionStore: the Session API's certificate is not trusted (${code}); start node with NODE_EXTRA_CA_CERTS=$PARLEY_CA_FILE`, { cause: err });
-  }
-  return err instanceof Error ? err : new Error(String(err));
 }

@@ -1,6 +1,6 @@
 import { type FollowOptions } from './follow.js';
 import { Transport } from './transport.js';
-import type { AdapterStateRequest, AppendResponse, CheckpointRequest, Conversation, Event, ImportRequest, Message, MessagesPage, ResetRequest, ResetResponse, ResumeBundle, SequencesResponse, StateResponse } from './types.js';
+import type { AdapterStateRequest, AppendResponse, CheckpointRequest, Conversation, Event, ImportRequest, Message, MessagesPage, ResetRequest, ResetResponse, ResumeBundle, SequencesResponse, StateResponse, TranscriptAppendRequest, TranscriptIndex, TranscriptPage } from './types.js';
 /** Where the operator mounts an agent's projected ServiceAccount token (audience parley). */
 export declare const DEFAULT_TOKEN_FILE = "/var/run/secrets/parley.dev/serviceaccount/token";
 export interface ClientOptions {
@@ -87,6 +87,20 @@ export declare class ParleyClient {
     importState(namespace: string, name: string, req: ImportRequest): Promise<SequencesResponse>;
     /** The resume bundle a new agent pod would mount now, cut at `turn` (0: the latest complete turn). */
     resume(namespace: string, name: string, turn?: number): Promise<ResumeBundle>;
+    /**
+     * Appends lines to the agent's own transcript. Without `req.batch` one is made for this
+     * call, which every retry repeats, so lines without a uuid are stored once.
+     */
+    appendTranscript(namespace: string, name: string, req: TranscriptAppendRequest): Promise<SequencesResponse>;
+    /** One page of a transcript (the main one, or `subpath`'s) from the line `offset`. */
+    transcriptPage(namespace: string, name: string, subpath?: string, offset?: number): Promise<TranscriptPage>;
+    /**
+     * A whole transcript, page by page. A compaction or reset between two pages starts the read
+     * again, so the lines are one epoch's.
+     */
+    transcript(namespace: string, name: string, subpath?: string): Promise<TranscriptPage>;
+    /** The transcripts of the conversation's session: the main one and its subagents'. */
+    transcripts(namespace: string, name: string): Promise<TranscriptIndex>;
     /**
      * The messages after the sequence `after`, as they are appended, until `signal` aborts or the
      * conversation moves to a new epoch (EpochChanged: read it again from the start). A dropped

@@ -156,6 +156,42 @@ export interface ResumeBundle {
     attempt: number;
     files: Record<string, string>;
 }
+/** One line of an agent's own transcript (a Claude Agent SDK SessionStore entry). */
+export interface TranscriptEntry {
+    type: string;
+    uuid?: string;
+    [member: string]: unknown;
+}
+/**
+ * POST …/transcript: lines appended in order to the main transcript or a subagent's
+ * (`subpath`, e.g. subagents/agent-<id>). A line with a uuid is stored once per transcript;
+ * lines without one once per `batch` and position.
+ */
+export interface TranscriptAppendRequest {
+    subpath?: string;
+    /** Repeated by every retry, so lines without a uuid are stored once. Made per call when absent. */
+    batch?: string;
+    entries: TranscriptEntry[];
+}
+/** GET …/transcript: lines from an offset. `next` is the offset of the next page, absent at the end. */
+export interface TranscriptPage {
+    subpath?: string;
+    /** The epoch the lines come from: a read of several pages starts again when it changes. */
+    epoch: number;
+    /** False when the transcript has no line at all. */
+    exists: boolean;
+    entries: TranscriptEntry[];
+    next?: number;
+}
+/** GET …/transcripts: the transcripts of the conversation's one session, the main one first. */
+export interface TranscriptIndex {
+    sessionId: string;
+    epoch: number;
+    transcripts: {
+        subpath?: string;
+        modified?: string;
+    }[];
+}
 /** Problem types (RFC 9457 `type`) the Session API answers with. */
 export declare const Problems: {
     readonly malformed: 'https://parley.dev/problems/malformed';

@@ -18,6 +18,9 @@ import type {
   ResumeBundle,
   SequencesResponse,
   StateResponse,
+  TranscriptAppendRequest,
+  TranscriptIndex,
+  TranscriptPage,
 } from './types.js';
 
 /** Where the operator mounts an agent's projected ServiceAccount token (audience parley). */
@@ -207,6 +210,51 @@ export class ParleyClient {
   /** The resume bundle a new agent pod would mount now, cut at `turn` (0: the latest complete turn). */
   resume(namespace: string, name: string, turn = 0): Promise<ResumeBundle> {
     return this.call('GET', `${conversationPath(namespace, name)}/resume${turn > 0 ? `?turn=${turn}` : ''}`);
+  }
+
+  /**
+   * Appends lines to the agent's own transcript. Without `req.batch` one is made for this
+   * call, which every retry repeats, so lines without a uuid are stored once.
+   */
+  appendTranscript(namespace: string, name: string, req: TranscriptAppendRequest): Promise<SequencesResponse> {
+    return this.call('POST', `${conversationPath(namespace, name)}/transcript`, { ...req, batch: req.batch ?? newId() });
+  }
+
+  /** One page of a transcript (the main one, or `subpath`'s) from the line `offset`. */
+  transcriptPage(namespace: string, name: string, subpath?: string, offset = 0): Promise<TranscriptPage> {
+    const q = new URLSearchParams();
+    if (subpath !== undefined) q.set('subpath', subpath);
+    if (offset > 0) q.set('offset', String(offset));
+    const query = q.size > 0 ? `?${q}` : '';
+    return this.call('GET', `${conversationPath(namespace, name)}/transcript${query}`);
+  }
+
+  /**
+   * A whole transcript, page by page. A compaction or reset between two pages starts the read
+   * again, so the lines are one epoch's.
+   */
+  async transcript(namespace: string, name: string, subpath?: string): Promise<TranscriptPage> {
+    for (let tries = 0; tries < 3; tries++) {
+      const first = await this.transcriptPage(namespace, name, subpath);
+      const out: TranscriptPage = { ...first, entries: [...first.entries] };
+      let next = first.next;
+      while (next) {
+        const page = await this.transcriptPage(namespace, name, subpath, next);
+        if (page.epoch !== out.epoch) break;
+        out.entries.push(...page.entries);
+        next = page.next;
+      }
+      if (!next) {
+        delete out.next;
+        return out;
+      }
+    }
+    throw new Error('parley client: the history moved to a new epoch three times while the transcript was read');
+  }
+
+  /** The transcripts of the conversation's session: the main one and its subagents'. */
+  transcripts(namespace: string, name: string): Promise<TranscriptIndex> {
+    return this.call('GET', `${conversationPath(namespace, name)}/transcripts`);
   }
 
   /**

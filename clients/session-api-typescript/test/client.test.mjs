@@ -168,6 +168,32 @@ describe('ParleyClient', () => {
     }
   });
 
+  it('appends transcript lines with a batch id its retries repeat, and reads the transcript page by page', async () => {
+    const p = await proxy((r) => (r.method === 'POST' && r.n === 1 ? 'cut' : undefined));
+    const flaky = new ParleyClient({ url: p.url, tokenFile: env.PARLEY_TOKEN_FILE });
+    try {
+      const before = await api.transcript(ns, conv);
+      // Lines without a uuid are stored once per batch and position: the retry of the first
+      // request, whose answer was cut off, must repeat its batch id.
+      const lines = Array.from({ length: 1200 }, (_, i) => ({ type: 'progress', i }));
+      for (let i = 0; i < lines.length; i += 400) {
+        await flaky.appendTranscript(ns, conv, { entries: lines.slice(i, i + 400) });
+      }
+      const first = await api.transcriptPage(ns, conv);
+      assert.ok(first.next, 'the transcript fits one page');
+      const all = await api.transcript(ns, conv);
+      assert.equal(all.exists, true);
+      assert.deepEqual(all.entries.slice(before.entries.length), lines);
+      const index = await api.transcripts(ns, conv);
+      assert.equal(index.sessionId, (await api.conversation(ns, conv)).sessionId);
+      assert.equal(index.transcripts[0].subpath, undefined);
+      assert.equal((await api.transcript(ns, conv, 'subagents/agent-none')).exists, false);
+    } finally {
+      flaky.close();
+      p.close();
+    }
+  });
+
   it('trusts the API behind TLS with the CA file, and refuses it without', async () => {
     const secure = new ParleyClient({ url: env.PARLEY_CHECK_TLS_URL, tokenFile: env.PARLEY_TOKEN_FILE, caFile: env.PARLEY_CHECK_CA_FILE });
     const untrusting = new ParleyClient({ url: env.PARLEY_CHECK_TLS_URL, tokenFile: env.PARLEY_TOKEN_FILE });
