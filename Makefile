@@ -119,9 +119,9 @@ test-e2e: ## End-to-end tests on the local cluster (real control plane and node)
 	$(GO) test -tags e2e ./test/e2e/ -count=1 -v -ginkgo.v -timeout 30m
 
 .PHONY: bench-agent-crash
-bench-agent-crash: ## Crash to the resumed agent's first model request, each reference agent on the local cluster (AGENT_CRASHES, default 10).
+bench-agent-crash: ## Crash to the resumed agent's first model request, each reference agent (or AGENT_BENCH's, comma-separated) on the local cluster (AGENT_CRASHES, default 10).
 	hack/build-binaries.sh cluster >/dev/null
-	PARLEY_AGENT_CRASHES=$(or $(AGENT_CRASHES),10) $(GO) test -tags e2e ./test/e2e/ -count=1 -v -ginkgo.v -ginkgo.label-filter=real-agents-bench -timeout 90m
+	PARLEY_AGENT_CRASHES=$(or $(AGENT_CRASHES),10) PARLEY_AGENT_BENCH=$(AGENT_BENCH) $(GO) test -tags e2e ./test/e2e/ -count=1 -v -ginkgo.v -ginkgo.label-filter=real-agents-bench -timeout 90m
 
 .PHONY: test-replicas
 test-replicas: envtest s3-server ## Two manager replicas (the real binary) on envtest, SIGKILLed in turn during >= 1,000 appends per backend: nothing lost or stored twice (see docs/development.md).

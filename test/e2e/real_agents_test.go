@@ -140,8 +140,8 @@ func withoutAgentContext(conv []stubmodel.Entry) []stubmodel.Entry {
 // carry the label real-agents: go test -tags e2e ./test/e2e/ -ginkgo.label-filter=real-agents.
 //
 // With PARLEY_AGENT_CRASHES=N set, a benchmark (label real-agents-bench) runs N crashes of
-// each agent and reports the crash to first model request of the resumed agent
-// (docs/benchmarks.md); without it, it skips.
+// each agent (or of the examples PARLEY_AGENT_BENCH names, comma-separated) and reports the
+// crash to first model request of the resumed agent (docs/benchmarks.md); without it, it skips.
 func realAgentSpecs(dynamicClient func() dynamic.Interface, manager func() *managerProcess) {
 	apiAddr = func() string { return manager().apiAddr }
 	for _, agent := range realAgents {
@@ -157,7 +157,11 @@ func realAgentSpecs(dynamicClient func() dynamic.Interface, manager func() *mana
 		if crashes <= 0 {
 			Skip("set PARLEY_AGENT_CRASHES=N to run N crashes of each reference agent")
 		}
+		only := strings.Split(os.Getenv("PARLEY_AGENT_BENCH"), ",")
 		for _, agent := range realAgents {
+			if only[0] != "" && !slices.Contains(only, agent.example) {
+				continue
+			}
 			buildExampleImage(ctx, agent.example)
 			took := make([]time.Duration, crashes)
 			for i := range took {
