@@ -125,17 +125,17 @@ func randomKey() string {
 func summarizerKeyNeedsSecretGet(ctx context.Context, t *testing.T, e *env) {
 	ns := e.namespace(ctx, t, "summaries")
 	key := randomKey()
-	e.create(ctx, t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "llm-key"}, StringData: map[string]string{"apiKey": key}})
+	e.create(ctx, t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: summarizerSecret}, StringData: map[string]string{"apiKey": key}})
 	e.bindRole(ctx, t, ns, "ClusterRole", editorRole, rbacv1.Subject{Kind: rbacv1.UserKind, Name: "eve"})
 	eve := e.user("eve")
 	legit, stolen := newRecorder(t), newRecorder(t)
 
 	refused(t, "an editor's summarizer with a Secret they may not read",
-		eve.Create(ctx, withSummarizer(historyOnly(ns, "eve-summarized"), stolen.URL, "llm-key")))
+		eve.Create(ctx, withSummarizer(historyOnly(ns, "eve-summarized"), stolen.URL)))
 
 	// The owner's conversation compacts through the legitimate endpoint: the recorder sees the
 	// key, so it would see it at the other endpoint too.
-	owned := withSummarizer(historyOnly(ns, "summarized"), legit.URL, "llm-key")
+	owned := withSummarizer(historyOnly(ns, "summarized"), legit.URL)
 	e.conversation(ctx, t, owned)
 	agent := e.agentToken(ctx, t, ns)
 	// grow appends turns past the compaction threshold: the summarizer is called without a

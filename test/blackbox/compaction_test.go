@@ -22,7 +22,7 @@ import (
 // manager call the (paid) summarizer every second, nor leave a Checkpoint each time.
 func forcedCompactionInterval(ctx context.Context, t *testing.T, e *env) {
 	ns := e.namespace(ctx, t, "compact")
-	e.create(ctx, t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "llm-key"}, StringData: map[string]string{"apiKey": randomKey()}})
+	e.create(ctx, t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: summarizerSecret}, StringData: map[string]string{"apiKey": randomKey()}})
 	agent := e.agentToken(ctx, t, ns)
 	e.bindRole(ctx, t, ns, "ClusterRole", editorRole, rbacv1.Subject{Kind: rbacv1.UserKind, Name: "eve"})
 	editor := e.user("eve")
@@ -33,7 +33,7 @@ func forcedCompactionInterval(ctx context.Context, t *testing.T, e *env) {
 	run := func(name string, ask asking) (calls, compactions int) {
 		t.Helper()
 		llm := newRecorder(t)
-		conv := withSummarizer(historyOnly(ns, name), llm.URL, "llm-key")
+		conv := withSummarizer(historyOnly(ns, name), llm.URL)
 		e.conversation(ctx, t, conv)
 		for i := range requests {
 			if res, body, err := e.do(ctx, http.MethodPost, convPath(ns, name)+"/messages", agent,

@@ -41,17 +41,20 @@ func withAgent(conv *parleyv1alpha1.Conversation, serviceAccount string) *parley
 	return conv
 }
 
+// summarizerSecret is the Secret every summarizer of these tests takes its key from.
+const summarizerSecret = "llm-key"
+
 // withSummarizer makes conv compact by summaries from endpoint (plain http allowed), with the
-// key in Secret secret. The window is small: a compaction (threshold at 80% of 1,000 tokens)
+// key in Secret summarizerSecret. The window is small: a compaction (threshold at 80% of 1,000 tokens)
 // folds down to 400 tokens, so an append of six messages of fifty words (about 330 tokens)
 // after a compaction gives a forced compaction something to fold, and two reach the threshold.
-func withSummarizer(conv *parleyv1alpha1.Conversation, endpoint, secret string) *parleyv1alpha1.Conversation {
+func withSummarizer(conv *parleyv1alpha1.Conversation, endpoint string) *parleyv1alpha1.Conversation {
 	maxTokens := int64(1000)
 	conv.Spec.Context = parleyv1alpha1.ContextSpec{
 		MaxTokens: &maxTokens, Strategy: parleyv1alpha1.CompactionSummarize, KeepRecentMessages: 2,
 		Summarizer: &parleyv1alpha1.SummarizerSpec{
 			Provider: parleyv1alpha1.SummarizerOpenAI, Endpoint: endpoint, Model: "summaries-1", Insecure: strings.HasPrefix(endpoint, "http://"),
-			CredentialsSecretRef: &parleyv1alpha1.SecretReference{Name: secret},
+			CredentialsSecretRef: &parleyv1alpha1.SecretReference{Name: summarizerSecret},
 		},
 	}
 	return conv

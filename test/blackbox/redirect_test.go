@@ -23,7 +23,7 @@ import (
 func summarizerRedirectTakesTheKeyNowhere(ctx context.Context, t *testing.T, e *env) {
 	ns := e.namespace(ctx, t, "redirects")
 	key := randomKey()
-	e.create(ctx, t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "llm-key"}, StringData: map[string]string{"apiKey": key}})
+	e.create(ctx, t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: summarizerSecret}, StringData: map[string]string{"apiKey": key}})
 	elsewhere := newRecorder(t)
 	var redirected atomic.Int64
 	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -35,7 +35,7 @@ func summarizerRedirectTakesTheKeyNowhere(ctx context.Context, t *testing.T, e *
 	}))
 	t.Cleanup(redirector.Close)
 
-	conv := withSummarizer(historyOnly(ns, "redirected"), redirector.URL, "llm-key")
+	conv := withSummarizer(historyOnly(ns, "redirected"), redirector.URL)
 	conv.Spec.Context.Summarizer.Provider = parleyv1alpha1.SummarizerAnthropic
 	e.conversation(ctx, t, conv)
 	agent := e.agentToken(ctx, t, ns)
