@@ -50,6 +50,33 @@ var _ = Describe("An agent in a Conversation", func() {
 		Expect(bob.Patch(ctx, hijack, patch)).To(forbiddenBecause(bob.name + " may not create pods in namespace " + ns))
 	})
 
+	It("is re-checked when what Parley adds to the pod changes: the bundle's mount path or the adapter", func() {
+		ns := newNamespace()
+		conv := withAgent(historyOnly(ns, "agent"), "")
+		Expect(admin.Create(ctx, conv)).To(Succeed())
+		dave := newUser(ns, "dave", editorRole)
+
+		// The bundle mounted over a directory of the agent's image, or CLAUDE_CONFIG_DIR pointed
+		// into it: a pod the admitted template never asked for.
+		remount := &parleyv1alpha1.Conversation{}
+		Expect(dave.Get(ctx, client.ObjectKeyFromObject(conv), remount)).To(Succeed())
+		patch := client.MergeFrom(remount.DeepCopy())
+		remount.Spec.Agent.ResumeMountPath = "/etc/ssl/certs"
+		Expect(dave.Patch(ctx, remount, patch)).To(forbiddenBecause(dave.name + " may not create pods in namespace " + ns))
+
+		adapter := &parleyv1alpha1.Conversation{}
+		Expect(dave.Get(ctx, client.ObjectKeyFromObject(conv), adapter)).To(Succeed())
+		patch = client.MergeFrom(adapter.DeepCopy())
+		adapter.Spec.Agent.Adapter = parleyv1alpha1.AdapterClaudeAgentSDK
+		Expect(dave.Patch(ctx, adapter, patch)).To(forbiddenBecause(dave.name + " may not create pods in namespace " + ns))
+
+		restarts := &parleyv1alpha1.Conversation{}
+		Expect(dave.Get(ctx, client.ObjectKeyFromObject(conv), restarts)).To(Succeed())
+		patch = client.MergeFrom(restarts.DeepCopy())
+		restarts.Spec.Agent.MaxRestarts = new(int32(1))
+		Expect(dave.Patch(ctx, restarts, patch)).To(Succeed(), "how often Parley restarts the agent changes no pod")
+	})
+
 	It("runs only as a ServiceAccount the namespace allows, when its annotation lists them", func() {
 		ns := newNamespace("parley.dev/agent-service-accounts", "parley-agent, helper")
 		carol := newUser(ns, "carol", editorRole)
