@@ -2,6 +2,19 @@ package v1alpha1
 
 import "k8s.io/apimachinery/pkg/runtime"
 
+// The longest type and session id an AdapterState holds (the CRDs' maxLength). An agent
+// reports its adapter state; one longer than these would make every status write that
+// carries it invalid, so it is refused at the Session API and never copied into status.
+const (
+	MaxAdapterTypeLength      = 64
+	MaxAdapterSessionIDLength = 256
+)
+
+// AdapterStateFits says whether an adapter state's type and session id fit an AdapterState.
+func AdapterStateFits(adapterType, sessionID string) bool {
+	return len(adapterType) <= MaxAdapterTypeLength && len(sessionID) <= MaxAdapterSessionIDLength
+}
+
 // AdapterState is what an agent's adapter reported about itself (e.g. the Claude Agent SDK's
 // session id), so a restarted agent can resume its SDK session. The latest report wins.
 type AdapterState struct {

@@ -214,12 +214,17 @@ func summaryOf(v *journal.View) *historySummary {
 	return sum
 }
 
-// latestAdapter converts the latest adapter state to its API form.
+// latestAdapter converts the latest adapter state to its API form; none when its type or
+// session id is longer than the API holds (an agent reports them, and one such value would make
+// every status write of the Conversation, or of a Checkpoint, invalid).
 func latestAdapter(states conversation.AdapterStates) *parleyv1alpha1.AdapterState {
 	if len(states) == 0 {
 		return nil
 	}
 	st := states[len(states)-1]
+	if !parleyv1alpha1.AdapterStateFits(st.Type(), st.Session()) {
+		return nil
+	}
 	return &parleyv1alpha1.AdapterState{Type: st.Type(), SessionID: st.Session(), Resumable: st.Resumable()}
 }
 

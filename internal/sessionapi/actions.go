@@ -62,6 +62,11 @@ func (s *Server) putAdapterState(w http.ResponseWriter, r *http.Request, req *re
 	if err != nil {
 		return problem(422, wire.ProblemInvalid, "Unprocessable Content", err.Error())
 	}
+	if !parleyv1alpha1.AdapterStateFits(st.Type(), st.Session()) {
+		return problem(422, wire.ProblemInvalid, "Unprocessable Content", fmt.Sprintf(
+			"an adapter state's type may have at most %d bytes and its session id at most %d (this one: %d and %d)",
+			parleyv1alpha1.MaxAdapterTypeLength, parleyv1alpha1.MaxAdapterSessionIDLength, len(st.Type()), len(st.Session())))
+	}
 	id := r.Header.Get(wire.IdempotencyKeyHeader)
 	if id == "" {
 		id = randomID()

@@ -43,6 +43,7 @@ func TestBlackBox(t *testing.T) {
 	e.run(t, "follow streams are capped", func(t *testing.T) { followsCapped(ctx, t, e) })
 	e.run(t, "a junk-token flood costs fewer than 500 TokenReviews", func(t *testing.T) { junkFloodReviews(ctx, t, e) })
 	e.run(t, "an id the store cannot keep is 422", func(t *testing.T) { unstorableIDsAreRefused(ctx, t, e) })
+	e.run(t, "an adapter state status cannot hold leaves status writable", func(t *testing.T) { adapterStateLeavesStatusWritable(ctx, t, e) })
 	// The bomb's memory bar needs a baseline: it runs before the stalled reader, whose
 	// answers leave the manager's memory high for the rest of the run.
 	e.run(t, "a decompression bomb leaves the manager alive and others appending", func(t *testing.T) { bombLeavesOthersAppending(ctx, t, e) })
