@@ -88,6 +88,10 @@ func TestClaudeWorkingDir(t *testing.T) {
 		{"the latest Claude state that has a path, past other adapters", func(in *Input) {
 			in.State.Adapters = conversation.AdapterStates{reported("/first"), reported(""), &conversation.GenericAdapterState{AdapterType: "x"}}
 		}, "/first", "claude/projects/-first/" + sessionOpenAI + ".jsonl"},
+		{"a reported path that is not absolute is passed over: an agent cannot keep the next from starting", func(in *Input) {
+			in.State.Adapters = conversation.AdapterStates{reported("/first"), reported("relative/dir")}
+			in.AdapterState = reported("..")
+		}, "/first", "claude/projects/-first/" + sessionOpenAI + ".jsonl"},
 		{"resolved through RealPath", func(in *Input) {
 			in.RealPath = func(p string) (string, error) { return "/data/real" + p, nil }
 		}, "/data/real/workspace", "claude/projects/-data-real-workspace/" + sessionOpenAI + ".jsonl"},

@@ -56,19 +56,30 @@ func addClaude(files Files, in *Input) (*ClaudeResume, error) {
 	}, nil
 }
 
-// claudeWorkingDir is the directory the SDK will run in: the workspacePath the Claude
+// claudeWorkingDir is the directory the SDK will run in: the absolute workspacePath the Claude
 // adapter last reported (the SDK's own cwd, which may differ from the container's, e.g. its
 // cwd option), else the container's workingDir.
 func claudeWorkingDir(in *Input) string {
-	if st, ok := in.AdapterState.(*conversation.ClaudeAgentSDKState); ok && st.WorkspacePath != "" {
-		return st.WorkspacePath
+	if p, ok := reportedWorkspace(in.AdapterState); ok {
+		return p
 	}
 	for i := len(in.State.Adapters) - 1; i >= 0; i-- {
-		if st, ok := in.State.Adapters[i].(*conversation.ClaudeAgentSDKState); ok && st.WorkspacePath != "" {
-			return st.WorkspacePath
+		if p, ok := reportedWorkspace(in.State.Adapters[i]); ok {
+			return p
 		}
 	}
 	return in.WorkingDir
+}
+
+// reportedWorkspace is the absolute workspacePath a Claude adapter state reports. The agent
+// reports it, so a relative one (which no CLI runs in) is passed over rather than refused:
+// refusing would let one report keep every later agent pod of the conversation from starting.
+func reportedWorkspace(st conversation.AdapterState) (string, bool) {
+	c, ok := st.(*conversation.ClaudeAgentSDKState)
+	if !ok || !path.IsAbs(c.WorkspacePath) {
+		return "", false
+	}
+	return c.WorkspacePath, true
 }
 
 func flatten(subs []conversation.Subagent) []*conversation.Subagent {
