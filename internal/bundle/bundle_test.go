@@ -45,9 +45,6 @@ func TestBuildRefuses(t *testing.T) {
 		{"working directory that does not resolve", func(in *Input) {
 			in.RealPath = func(string) (string, error) { return "", errors.New("no such file or directory") }
 		}, "no such file"},
-		{"subagent id that cannot name a file", func(in *Input) {
-			in.State.Subagents = []conversation.Subagent{{AgentID: "../x", Messages: []conversation.Message{{ID: "s1", Role: conversation.RoleUser}}}}
-		}, "subagent id"},
 		{"invalid UTF-8", func(in *Input) {
 			in.State.Records = append(in.State.Records, conversation.RawRecord{Raw: []byte("{\"type\":\"x\",\"v\":\"\xff\"}")})
 		}, "invalid UTF-8"},

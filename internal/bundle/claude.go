@@ -33,19 +33,9 @@ func addClaude(files Files, in *Input) (*ClaudeResume, error) {
 		}
 		cwd = resolved
 	}
-	exported, err := conversation.ExportClaude(in.State, conversation.ClaudeExportOptions{SessionID: in.SessionID, CWD: cwd})
+	exported, err := conversation.ExportClaude(fileableThreads(in.State), conversation.ClaudeExportOptions{SessionID: in.SessionID, CWD: cwd})
 	if err != nil {
 		return nil, fmt.Errorf("%w: export the Claude transcript: %w", ErrInput, err)
-	}
-	for _, sub := range flatten(in.State.Subagents) {
-		if sub.AgentID != "" && !agentIDPattern.MatchString(sub.AgentID) {
-			return nil, fmt.Errorf("%w: subagent id %q cannot name a file", ErrInput, sub.AgentID)
-		}
-	}
-	for _, r := range in.State.Records {
-		if r.Thread != "" && !agentIDPattern.MatchString(r.Thread) {
-			return nil, fmt.Errorf("%w: subagent id %q cannot name a file", ErrInput, r.Thread)
-		}
 	}
 	for _, f := range exported {
 		files[path.Join(ClaudeDir, f.Path)] = f.Content
@@ -82,11 +72,30 @@ func reportedWorkspace(st conversation.AdapterState) (string, bool) {
 	return c.WorkspacePath, true
 }
 
-func flatten(subs []conversation.Subagent) []*conversation.Subagent {
-	out := make([]*conversation.Subagent, 0, len(subs))
-	for i := range subs {
-		out = append(out, &subs[i])
-		out = append(out, flatten(subs[i].Subagents)...)
+// fileableThreads is the state without the subagents (and their raw records) whose id cannot
+// name a transcript file. The agent writes those ids (a transcript's subpath), so one it cannot
+// file leaves its subagent out of the Claude directory (conversation.json keeps it) rather than
+// keeping every later agent pod of the conversation from starting.
+func fileableThreads(s *conversation.State) *conversation.State {
+	fileable := func(id string) bool { return id == "" || agentIDPattern.MatchString(id) }
+	out := *s
+	out.Subagents = keepSubagents(s.Subagents, fileable)
+	out.Records = nil
+	for _, r := range s.Records {
+		if fileable(r.Thread) {
+			out.Records = append(out.Records, r)
+		}
+	}
+	return &out
+}
+
+func keepSubagents(subs []conversation.Subagent, fileable func(string) bool) []conversation.Subagent {
+	var out []conversation.Subagent
+	for _, sub := range subs {
+		if fileable(sub.AgentID) {
+			sub.Subagents = keepSubagents(sub.Subagents, fileable)
+			out = append(out, sub)
+		}
 	}
 	return out
 }
