@@ -94,22 +94,6 @@ func TestCRDDefaultsMatchAccessors(t *testing.T) {
 // leaving out the subtrees in skip.
 func crdDefaultsOf(t *testing.T, file string, skip []string) map[string]any {
 	t.Helper()
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var crd struct {
-		Spec struct {
-			Versions []struct {
-				Schema struct {
-					OpenAPIV3Schema map[string]any `json:"openAPIV3Schema"`
-				} `json:"schema"`
-			} `json:"versions"`
-		} `json:"spec"`
-	}
-	if err := yaml.Unmarshal(data, &crd); err != nil {
-		t.Fatal(err)
-	}
 	found := map[string]any{}
 	var walk func(path string, schema map[string]any)
 	walk = func(path string, schema map[string]any) {
@@ -131,10 +115,36 @@ func crdDefaultsOf(t *testing.T, file string, skip []string) map[string]any {
 			}
 		}
 	}
-	for _, v := range crd.Spec.Versions {
-		walk("", v.Schema.OpenAPIV3Schema)
+	for _, schema := range crdSchemasOf(t, file) {
+		walk("", schema)
 	}
 	return found
+}
+
+// crdSchemasOf reads the OpenAPI schema of each version of a CRD file.
+func crdSchemasOf(t *testing.T, file string) []map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var crd struct {
+		Spec struct {
+			Versions []struct {
+				Schema struct {
+					OpenAPIV3Schema map[string]any `json:"openAPIV3Schema"`
+				} `json:"schema"`
+			} `json:"versions"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(data, &crd); err != nil {
+		t.Fatal(err)
+	}
+	schemas := make([]map[string]any, 0, len(crd.Spec.Versions))
+	for _, v := range crd.Spec.Versions {
+		schemas = append(schemas, v.Schema.OpenAPIV3Schema)
+	}
+	return schemas
 }
 
 func newObject(t *testing.T, file string) any {
