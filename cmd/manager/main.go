@@ -57,6 +57,7 @@ type options struct {
 	historyAPIBurst      int
 	decodeBudget         int64
 	concurrency          int
+	historyIOPerNS       int
 	eventsInFlight       int
 	compactions          int
 	compactionInterval   time.Duration
@@ -118,6 +119,9 @@ func bindFlags(fs *flag.FlagSet, o *options) {
 		"Bytes of memory that reads of stored history (S3 bodies, inflating and decoding segments and indexes) may take at once, all conversations together; a read that does not fit waits up to 10s, then 503 at the Session API. 0: a quarter of GOMEMLIMIT, at least 160 MiB (384 MiB without GOMEMLIMIT).")
 	fs.IntVar(&o.concurrency, "max-concurrent-reconciles", 16,
 		"Conversations reconciled in parallel (a reconcile waits on the API server and the history store).")
+	fs.IntVar(&o.historyIOPerNS, "max-history-io-per-namespace", 0,
+		"Conversation reconciles of one namespace that may wait on their S3 histories at once (the endpoint is the Conversation's, and may stall); "+
+			"more are put off a few seconds (event HistoryReadDeferred), so one namespace cannot hold every worker. 0: a quarter of --max-concurrent-reconciles, at least 1.")
 	fs.IntVar(&o.eventsInFlight, "max-events-in-flight", eventsink.DefaultInFlight,
 		"Events sent to the API server at once (more wait their turn, so a burst of transitions does not delay status writes).")
 	fs.IntVar(&o.compactions, "max-concurrent-compactions", compaction.DefaultConcurrency,
@@ -265,6 +269,7 @@ func setupManager(ctx context.Context, restCfg *rest.Config, mgr ctrl.Manager, o
 		Compactor:                   compactor,
 		Clock:                       clock.RealClock{},
 		MaxConcurrentReconciles:     o.concurrency,
+		MaxHistoryIOPerNamespace:    o.historyIOPerNS,
 		AgentAPIURL:                 agentAPIURL(o.agentAPIURL, os.Getenv("POD_NAMESPACE"), o.sessionAPIInsecure),
 		AgentCAConfigMap:            o.agentCAConfigMap,
 		AgentCA:                     agentCA,

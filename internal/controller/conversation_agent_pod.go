@@ -31,6 +31,10 @@ const DefaultNodeLostGrace = 2 * time.Minute
 // or start pods. Status is in the scope; the reconciler writes it once.
 func (r *ConversationReconciler) reconcileAgent(ctx context.Context, s *conversationScope) {
 	seen, err := r.seeAgent(ctx, s)
+	if readPutOff(err) {
+		s.requeueAfter(busyHistoryRecheck) // the history phase's event says why
+		return
+	}
 	if err != nil {
 		s.setCondition(parleyv1alpha1.ConditionAgentRunning, metav1.ConditionUnknown, parleyv1alpha1.ReasonPodPending, "reading the agent pod: "+err.Error())
 		s.retryErr = err
@@ -54,6 +58,8 @@ func (r *ConversationReconciler) reconcileAgent(ctx context.Context, s *conversa
 			var conflict *agentpod.ConflictError
 			var taken *nameTakenError
 			switch {
+			case readPutOff(err):
+				s.requeueAfter(busyHistoryRecheck)
 			case errors.As(err, &conflict):
 				s.setCondition(parleyv1alpha1.ConditionAgentRunning, metav1.ConditionFalse, parleyv1alpha1.ReasonTemplateConflict,
 					fmt.Sprintf("no agent pod is created: %s", conflict.Error()))
@@ -180,6 +186,11 @@ func (r *ConversationReconciler) completeTurns(ctx context.Context, s *conversat
 // withView runs fn on the history's cached view.
 func (r *ConversationReconciler) withView(ctx context.Context, s *conversationScope, fn func(*journal.View) error) error {
 	conv := s.withStatus()
+	leave, err := r.enterHistoryIO(conv)
+	if err != nil {
+		return err
+	}
+	defer leave()
 	live, err := r.Sessions.Open(ctx, conv, false)
 	if err != nil {
 		return err

@@ -54,6 +54,11 @@ func (r *ConversationReconciler) finalize(ctx context.Context, conv *parleyv1alp
 	}
 	// A Conversation refused for HistoryKeyTaken never deletes the history another one keeps.
 	if conv.Status.SessionID != "" && holder == nil && conv.Annotations[AnnotationSkipHistoryCleanup] != "true" {
+		leave, err := r.enterHistoryIO(conv)
+		if err != nil {
+			return ctrl.Result{RequeueAfter: busyHistoryRecheck}, nil // the namespace's slots are taken
+		}
+		defer leave()
 		if err := r.Sessions.Delete(ctx, conv); err != nil {
 			r.Recorder.Eventf(conv, nil, corev1.EventTypeWarning, parleyv1alpha1.EventStoreCleanupFailed, "Finalize",
 				"deleting the history at %s failed (%s); retrying. Annotate %s=true to give up and keep the objects",

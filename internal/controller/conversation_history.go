@@ -91,6 +91,14 @@ func (r *ConversationReconciler) reconcileHistory(ctx context.Context, s *conver
 	if action == historyDone || r.historyKeyTaken(ctx, s) {
 		return
 	}
+	if action != historyRetained {
+		leave, err := r.enterHistoryIO(s.conv)
+		if err != nil {
+			r.historyDeferred(s, err)
+			return
+		}
+		defer leave()
+	}
 	switch action {
 	case historyDelete:
 		r.deleteHistory(ctx, s)
@@ -359,14 +367,21 @@ const lastingHistoryRecheck = 5 * time.Minute
 // was taken by other reads: the reads ahead of it end within seconds.
 const busyHistoryRecheck = 5 * time.Second
 
-// historyDeferred records a read that could not have its part of the decode budget in time:
-// nothing is known to be wrong with the history, so its conditions stay as they are; a Warning
-// event says why it was not read, and it is read again after busyHistoryRecheck (the
-// workqueue's backoff would start at milliseconds, each try waiting on the same budget).
-func (r *ConversationReconciler) historyDeferred(s *conversationScope) {
-	s.warning(parleyv1alpha1.EventHistoryReadDeferred, "Read",
-		"this replica is decoding as much stored history as its memory allows (--history-decode-budget); reading again in %s", busyHistoryRecheck)
-	metrics.StoreErrors.WithLabelValues(backendOf(s.conv), metrics.ReasonDecodeBusy).Inc()
+// historyDeferred records a read put off for want of room on this replica (readPutOff): its
+// part of the decode budget, or a slot of its namespace's history I/O. Nothing is known to be
+// wrong with the history, so its conditions stay as they are; a Warning event says why it was
+// not read, and it is read again after busyHistoryRecheck (the workqueue's backoff would start
+// at milliseconds, each try waiting on the same budget or finding the same slots taken).
+func (r *ConversationReconciler) historyDeferred(s *conversationScope, cause error) {
+	if errors.Is(cause, errNamespaceBusy) {
+		s.warning(parleyv1alpha1.EventHistoryReadDeferred, "Read",
+			"this namespace's Conversations already wait on their histories as many at once as one namespace may (--max-history-io-per-namespace); reading again in %s", busyHistoryRecheck)
+		metrics.StoreErrors.WithLabelValues(backendOf(s.conv), metrics.ReasonNamespaceBusy).Inc()
+	} else {
+		s.warning(parleyv1alpha1.EventHistoryReadDeferred, "Read",
+			"this replica is decoding as much stored history as its memory allows (--history-decode-budget); reading again in %s", busyHistoryRecheck)
+		metrics.StoreErrors.WithLabelValues(backendOf(s.conv), metrics.ReasonDecodeBusy).Inc()
+	}
 	s.requeueAfter(busyHistoryRecheck)
 }
 
@@ -376,8 +391,8 @@ func (r *ConversationReconciler) historyDeferred(s *conversationScope) {
 // starts at milliseconds, and each try would read the same hostile bytes again. A permanent
 // cause is not retried at all: only a change of the spec mends it.
 func (r *ConversationReconciler) historyFailed(s *conversationScope, err error) {
-	if errors.Is(err, history.ErrBusy) {
-		r.historyDeferred(s)
+	if readPutOff(err) {
+		r.historyDeferred(s, err)
 		return
 	}
 	reason, msg := historystore.Reason(err), historystore.Message(err)

@@ -12,6 +12,12 @@ import (
 // because the decode budget was taken (no HistoryAvailable reason: the history is not at fault).
 const ReasonDecodeBusy = "DecodeBusy"
 
+// ReasonNamespaceBusy labels parley_history_store_errors_total for the controller's reads put
+// off because the Conversation's namespace had all of its slots for history I/O
+// (--max-history-io-per-namespace). No namespace label: one series per namespace would grow
+// with the tenants.
+const ReasonNamespaceBusy = "NamespaceBusy"
+
 var (
 	decodeBudgetDesc = prometheus.NewDesc("parley_history_decode_budget_bytes",
 		"The memory decodes of stored history may take at once on this replica (--history-decode-budget).", nil, nil)
