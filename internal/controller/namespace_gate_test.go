@@ -1,6 +1,14 @@
 package controller
 
-import "testing"
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+)
 
 func TestNamespaceGateBoundsEachNamespaceAlone(t *testing.T) {
 	g := newNamespaceGate(2)
@@ -32,5 +40,42 @@ func TestHistoryIOPerNamespace(t *testing.T) {
 		if got := HistoryIOPerNamespace(c.workers, c.flag); got != c.want {
 			t.Errorf("HistoryIOPerNamespace(%d, %d) = %d, want %d", c.workers, c.flag, got, c.want)
 		}
+	}
+}
+
+func TestHistoryIOIsGatedForObjectStoresOnly(t *testing.T) {
+	r := &ConversationReconciler{historyGate: newNamespaceGate(1)}
+	inS3 := testConv(func(c *parleyv1alpha1.Conversation) {
+		c.Spec.History = parleyv1alpha1.HistorySpec{ObjectStore: &parleyv1alpha1.ObjectStoreHistory{Endpoint: "https://s3.example"}}
+	})
+	leave, err := r.enterHistoryIO(inS3)
+	if err != nil {
+		t.Fatalf("the namespace's first S3 history I/O: %v", err)
+	}
+	if _, err := r.enterHistoryIO(inS3); !errors.Is(err, errNamespaceBusy) {
+		t.Fatalf("a second S3 history I/O of the namespace past its limit of 1: %v, want errNamespaceBusy", err)
+	}
+	if _, err := r.enterHistoryIO(testConv()); err != nil {
+		t.Fatalf("a ConfigMap history of the full namespace: %v, want no gate", err)
+	}
+	leave()
+	if _, err := r.enterHistoryIO(inS3); err != nil {
+		t.Fatalf("after the slot was given back: %v", err)
+	}
+}
+
+func TestHistoryReadDeferredWhenTheNamespaceIsBusy(t *testing.T) {
+	s := newConversationScope(testConv(), created)
+	s.setCondition(parleyv1alpha1.ConditionHistoryAvailable, metav1.ConditionTrue, parleyv1alpha1.ReasonHistoryReady, "")
+	(&ConversationReconciler{}).historyFailed(s, errNamespaceBusy)
+	if c := s.condition(parleyv1alpha1.ConditionHistoryAvailable); c == nil || c.Status != metav1.ConditionTrue {
+		t.Fatalf("HistoryAvailable %+v, want it left True", c)
+	}
+	if s.retryErr != nil || s.requeue != busyHistoryRecheck {
+		t.Fatalf("retry error %v, requeue %v: want no backoff and a look again after %v", s.retryErr, s.requeue, busyHistoryRecheck)
+	}
+	if len(s.events) != 1 || s.events[0].reason != parleyv1alpha1.EventHistoryReadDeferred || !s.events[0].warning ||
+		!strings.Contains(s.events[0].message, "--max-history-io-per-namespace") {
+		t.Fatalf("events %+v, want one Warning %s naming the flag", s.events, parleyv1alpha1.EventHistoryReadDeferred)
 	}
 }
