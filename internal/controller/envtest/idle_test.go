@@ -1,16 +1,14 @@
 package envtest
 
 import (
-	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
@@ -18,45 +16,17 @@ import (
 	parleyclient "github.com/parley-dev/parley/pkg/client"
 	"github.com/parley-dev/parley/pkg/conversation"
 	"github.com/parley-dev/parley/test/support/operatorenv"
+	"github.com/parley-dev/parley/test/support/specwatch"
 )
 
-// specWatch records every version of a Conversation the API server sends a watch, so a spec
-// can prove the controller never wrote its spec (generation and spec stay as created).
-type specWatch struct {
-	mu       sync.Mutex
-	versions []parleyv1alpha1.Conversation
-}
-
-func watchSpec(conv *parleyv1alpha1.Conversation) *specWatch {
-	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme.Scheme})
-	Expect(err).NotTo(HaveOccurred())
-	w, err := wc.Watch(ctx, &parleyv1alpha1.ConversationList{}, client.InNamespace(conv.Namespace),
-		client.MatchingFields{"metadata.name": conv.Name})
+// watchSpec records every version of conv the API server sends a watch, so a spec can prove
+// the controller never wrote its spec.
+func watchSpec(conv *parleyv1alpha1.Conversation) *specwatch.Watch {
+	w, err := specwatch.Start(ctx, dynamic.NewForConfigOrDie(env.Config),
+		parleyv1alpha1.GroupVersion.WithResource("conversations"), conv.Namespace, conv.Name)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(w.Stop)
-	sw := &specWatch{}
-	go func() {
-		for ev := range w.ResultChan() {
-			if c, ok := ev.Object.(*parleyv1alpha1.Conversation); ok {
-				sw.mu.Lock()
-				sw.versions = append(sw.versions, *c.DeepCopy())
-				sw.mu.Unlock()
-			}
-		}
-	}()
-	return sw
-}
-
-// unchangedSpec fails when any version seen has another generation or spec than the first.
-func (sw *specWatch) unchangedSpec() {
-	sw.mu.Lock()
-	defer sw.mu.Unlock()
-	Expect(len(sw.versions)).To(BeNumerically(">", 3), "the watch saw the status writes")
-	first := sw.versions[0]
-	for _, v := range sw.versions[1:] {
-		Expect(v.Generation).To(Equal(first.Generation), "a spec write at resourceVersion %s", v.ResourceVersion)
-		Expect(apiequality.Semantic.DeepEqual(v.Spec, first.Spec)).To(BeTrue(), "spec changed at resourceVersion %s", v.ResourceVersion)
-	}
+	return w
 }
 
 var _ = Describe("Idle agents", func() {
@@ -112,7 +82,7 @@ var _ = Describe("Idle agents", func() {
 		fetch(conv)(Default)
 		Expect(conv.Status.Agent.Restarts).To(BeZero())
 
-		watch.unchangedSpec()
+		Expect(watch.Unchanged(4)).To(Succeed(), "the watch saw the status writes, and no spec write")
 	})
 
 	It("lets a manual suspend win over a message, and wakes the agent once resumed", func() {
