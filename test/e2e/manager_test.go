@@ -148,4 +148,6 @@ var _ = Describe("the Parley manager on the local cluster", Ordered, func() {
 
 	agentRecoverySpecs(func() dynamic.Interface { return dyn }, func() *managerProcess { return manager })
 	realAgentSpecs(func() dynamic.Interface { return dyn }, func() *managerProcess { return manager })
+	idleAgentSpecs(func() dynamic.Interface { return dyn }, func() *managerProcess { return manager })
+	idleWakeBench(func() dynamic.Interface { return dyn }, func() *managerProcess { return manager })
 })

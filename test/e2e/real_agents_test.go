@@ -20,7 +20,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -266,13 +265,9 @@ var apiAddr func() string
 // sessionAPIGet reads a Conversation's path of the Session API with a token of the namespace's
 // default ServiceAccount (which holds the agent role).
 func sessionAPIGet(ctx context.Context, addr, ns, conv, path string) []byte {
-	tok, err := clientset.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "default", &authv1.TokenRequest{
-		Spec: authv1.TokenRequestSpec{Audiences: []string{"parley"}},
-	}, metav1.CreateOptions{})
-	Expect(err).NotTo(HaveOccurred())
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/v1/namespaces/"+ns+"/conversations/"+conv+path, nil)
 	Expect(err).NotTo(HaveOccurred())
-	req.Header.Set("Authorization", "Bearer "+tok.Status.Token)
+	req.Header.Set("Authorization", "Bearer "+sessionToken(ctx, ns))
 	resp, err := http.DefaultClient.Do(req)
 	Expect(err).NotTo(HaveOccurred())
 	defer func() { _ = resp.Body.Close() }()
