@@ -200,6 +200,12 @@ bench-wake-scale: envtest ## 1,000 Conversations with sleeping agents against th
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" PARLEY_SCALE=1 \
 		$(GO) test ./test/scale -run '^$$' -bench WakeAtOnce -benchtime 1x -timeout 30m -v
 
+NODE_WAKES ?= 20
+.PHONY: bench-wake-node
+bench-wake-node: ## Idle agent woken by a message on the local cluster's real node: the message acknowledged to the woken agent's answer, over NODE_WAKES wakes (see docs/benchmarks.md).
+	hack/build-binaries.sh cluster >/dev/null
+	PARLEY_NODE_WAKES=$(NODE_WAKES) $(GO) test -tags e2e ./test/e2e/ -count=1 -v -ginkgo.v -ginkgo.label-filter=idle-bench -timeout 30m
+
 ##@ Build
 
 .PHONY: build
