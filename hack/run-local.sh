@@ -317,7 +317,9 @@ $([ "$plugin" = 1 ] && echo "  kubectl get --raw /apis/session.parley.dev/v1alph
 $([ "$with_node" = 1 ] && echo "  kubectl logs $AGENT_CONV-agent-1; kubectl logs $AGENT_CONV-agent-2" || echo "  hack/local-cluster logs   # kubelet.log, containerd.log: why the node failed")
   kubectl delete conv $AGENT_CONV && make run-local    # replay the agent sample's story
 $([ "$with_node" = 1 ] && echo "  make demo-claude-code   # a real Claude Code agent converses, is SIGKILLed mid-turn and resumes")
-  hack/local-cluster status
+  hack/local-cluster status$([ "$plugin" = 1 ] && printf '\n\n%s\n%s' \
+  "The idle agent sample answers, sleeps 30 s later (its pod gone), and a message wakes it:" \
+  "  PATH=$root/bin:\$PATH kubectl parley send idle-agent \"hello\" --wait   # or: kubectl parley chat idle-agent")
 
 Stop everything (cluster, node, manager): make cluster-down
 EOF
