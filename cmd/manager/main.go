@@ -118,9 +118,9 @@ func bindFlags(fs *flag.FlagSet, o *options) {
 	fs.Int64Var(&o.decodeBudget, "history-decode-budget", 0,
 		"Bytes of memory that reads of stored history (S3 bodies, inflating and decoding segments and indexes) may take at once, all conversations together; a read that does not fit waits up to 10s, then 503 at the Session API. 0: a quarter of GOMEMLIMIT, at least 160 MiB (384 MiB without GOMEMLIMIT).")
 	fs.IntVar(&o.concurrency, "max-concurrent-reconciles", 16,
-		"Conversations reconciled in parallel (a reconcile waits on the API server and the history store).")
+		"Conversations reconciled in parallel, and as many Checkpoints (a reconcile waits on the API server and the history store).")
 	fs.IntVar(&o.historyIOPerNS, "max-history-io-per-namespace", 0,
-		"Conversation reconciles of one namespace that may wait on their S3 histories at once (the endpoint is the Conversation's, and may stall); "+
+		"Conversation and Checkpoint reconciles of one namespace that may wait on their S3 histories at once, both controllers together (the endpoint is the Conversation's, and may stall); "+
 			"more are put off a few seconds (event HistoryReadDeferred), so one namespace cannot hold every worker. 0: a quarter of --max-concurrent-reconciles, at least 1.")
 	fs.IntVar(&o.eventsInFlight, "max-events-in-flight", eventsink.DefaultInFlight,
 		"Events sent to the API server at once (more wait their turn, so a burst of transitions does not delay status writes).")
@@ -260,6 +260,8 @@ func setupManager(ctx context.Context, restCfg *rest.Config, mgr ctrl.Manager, o
 	if err != nil {
 		return err
 	}
+	// One gate for both controllers: a namespace's history I/O in flight is bounded in total.
+	historyGate := controller.NewNamespaceGate(controller.HistoryIOPerNamespace(o.concurrency, o.historyIOPerNS))
 	conversations := &controller.ConversationReconciler{
 		Client:                      mgr.GetClient(),
 		APIReader:                   mgr.GetAPIReader(),
@@ -269,7 +271,7 @@ func setupManager(ctx context.Context, restCfg *rest.Config, mgr ctrl.Manager, o
 		Compactor:                   compactor,
 		Clock:                       clock.RealClock{},
 		MaxConcurrentReconciles:     o.concurrency,
-		MaxHistoryIOPerNamespace:    o.historyIOPerNS,
+		HistoryGate:                 historyGate,
 		AgentAPIURL:                 agentAPIURL(o.agentAPIURL, os.Getenv("POD_NAMESPACE"), o.sessionAPIInsecure),
 		AgentCAConfigMap:            o.agentCAConfigMap,
 		AgentCA:                     agentCA,
@@ -287,6 +289,10 @@ func setupManager(ctx context.Context, restCfg *rest.Config, mgr ctrl.Manager, o
 		Scheme:   mgr.GetScheme(),
 		Recorder: eventBroadcaster.NewRecorder(mgr.GetScheme(), "parley-checkpoint"),
 		Sessions: sessions,
+		// As many as the Conversations': one namespace's share of the gate then leaves the
+		// other namespaces most of the Checkpoint workers too.
+		MaxConcurrentReconciles: o.concurrency,
+		HistoryGate:             historyGate,
 	}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Checkpoint controller: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -47,6 +48,14 @@ type CheckpointReconciler struct {
 	Recorder events.EventRecorder
 	// Sessions opens the conversations' histories and their shared views.
 	Sessions *session.Sessions
+	// MaxConcurrentReconciles bounds parallel reconciles (1 when zero). Several Checkpoints
+	// of one conversation may be written at once: each snapshot is read from the shared
+	// view under its lock and stored under its own digest.
+	MaxConcurrentReconciles int
+	// HistoryGate bounds the reconciles of one namespace that wait on an object store history
+	// at once; the ConversationReconciler's, so the bound is on the namespace's total. Nil: a
+	// gate of its own with HistoryIOPerNamespace's default.
+	HistoryGate *NamespaceGate
 }
 
 // The Checkpoint controller caches Checkpoints and Conversations, patches its finalizer and
@@ -70,7 +79,11 @@ func (r *CheckpointReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	found := err == nil && conv.DeletionTimestamp.IsZero()
 
 	if !ckpt.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.finalize(ctx, ckpt, conv, found)
+		err := r.finalize(ctx, ckpt, conv, found)
+		if errors.Is(err, errNamespaceBusy) {
+			return ctrl.Result{RequeueAfter: busyHistoryRecheck}, nil
+		}
+		return ctrl.Result{}, err
 	}
 	if found {
 		if wrote, err := r.adopt(ctx, ckpt, conv); err != nil || wrote {
@@ -81,7 +94,7 @@ func (r *CheckpointReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	before := ckpt.DeepCopy()
 	var attempt snapshotAttempt
 	if snapshotDue(ckpt, conv, found) {
-		snap, err := r.writeSnapshot(ctx, ckpt, conv)
+		snap, err := r.writeSnapshotGated(ctx, ckpt, conv)
 		attempt = snapshotAttempt{tried: true, snap: snap, err: err}
 		countSnapshot(ckpt.Spec.GetReason(), attempt)
 	}
@@ -95,7 +108,33 @@ func (r *CheckpointReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if ckpt.Status.Phase != before.Status.Phase {
 		r.announce(ckpt)
 	}
+	if readPutOff(attempt.err) {
+		r.snapshotDeferred(ckpt, conv, attempt.err)
+		return ctrl.Result{RequeueAfter: busyHistoryRecheck}, nil
+	}
 	return ctrl.Result{}, err
+}
+
+// writeSnapshotGated writes the snapshot in one of the namespace's history I/O slots, or puts
+// it off (errNamespaceBusy) when they are taken.
+func (r *CheckpointReconciler) writeSnapshotGated(ctx context.Context, ckpt *parleyv1alpha1.Checkpoint, conv *parleyv1alpha1.Conversation) (writtenSnapshot, error) {
+	leave, err := enterHistoryIO(r.HistoryGate, conv)
+	if err != nil {
+		return writtenSnapshot{}, err
+	}
+	defer leave()
+	return r.writeSnapshot(ctx, ckpt, conv)
+}
+
+// snapshotDeferred announces a snapshot put off for want of room on this replica (readPutOff);
+// it is tried again after busyHistoryRecheck, not with the workqueue's backoff, which would
+// start at milliseconds and find the same slots taken.
+func (r *CheckpointReconciler) snapshotDeferred(ckpt *parleyv1alpha1.Checkpoint, conv *parleyv1alpha1.Conversation, cause error) {
+	reason, msg := putOff(cause)
+	metrics.StoreErrors.WithLabelValues(backendOf(conv), reason).Inc()
+	if r.Recorder != nil {
+		r.Recorder.Eventf(ckpt, nil, corev1.EventTypeWarning, parleyv1alpha1.EventHistoryReadDeferred, "Snapshot", "%s", msg)
+	}
 }
 
 func checkpointStatus(c *parleyv1alpha1.Checkpoint) any { return c.Status }
@@ -134,13 +173,14 @@ func snapshotDue(ckpt *parleyv1alpha1.Checkpoint, conv *parleyv1alpha1.Conversat
 		found && hist != nil && hist.Status == metav1.ConditionTrue
 }
 
-// countSnapshot counts a snapshot written or failed; a turn not reached yet is neither.
+// countSnapshot counts a snapshot written or failed; a turn not reached yet, or a snapshot put
+// off (readPutOff), is neither.
 func countSnapshot(reason parleyv1alpha1.CheckpointReason, a snapshotAttempt) {
 	switch {
 	case a.err == nil:
 		metrics.Snapshots.WithLabelValues(string(reason), "written").Inc()
 		metrics.SnapshotBytes.Observe(float64(a.snap.bytes))
-	case !errors.Is(a.err, journal.ErrTurnNotFound):
+	case !errors.Is(a.err, journal.ErrTurnNotFound) && !readPutOff(a.err):
 		metrics.Snapshots.WithLabelValues(string(reason), "failed").Inc()
 	}
 }
@@ -181,6 +221,10 @@ func decideCheckpoint(ckpt *parleyv1alpha1.Checkpoint, conv *parleyv1alpha1.Conv
 	switch {
 	case errors.Is(err, journal.ErrTurnNotFound):
 		set(metav1.ConditionFalse, parleyv1alpha1.CheckpointPending, parleyv1alpha1.ReasonTurnNotFound, err.Error()+"; the checkpoint waits for it")
+		return st, nil
+	case readPutOff(err): // nothing is known to be wrong with the history: tried again shortly
+		set(metav1.ConditionFalse, parleyv1alpha1.CheckpointPending, parleyv1alpha1.ReasonWaitingForHistory,
+			"the snapshot was put off: "+err.Error())
 		return st, nil
 	case errors.Is(err, history.ErrTooLarge), errors.Is(err, history.ErrCorrupt), errors.Is(err, conversation.ErrSnapshotCorrupt):
 		set(metav1.ConditionFalse, parleyv1alpha1.CheckpointFailed, historystore.Reason(err), err.Error())
@@ -290,6 +334,11 @@ func (r *CheckpointReconciler) finalize(ctx context.Context, ckpt *parleyv1alpha
 			return err
 		}
 		if !shared {
+			leave, err := enterHistoryIO(r.HistoryGate, conv)
+			if err != nil {
+				return err // the namespace's slots are taken: Reconcile looks again shortly
+			}
+			defer leave()
 			if err := r.deleteSnapshot(ctx, conv, digest); err != nil {
 				return err
 			}
@@ -359,9 +408,14 @@ func SetupIndexes(ctx context.Context, mgr ctrl.Manager) error {
 
 // SetupWithManager sets up the controller with the Manager. Call SetupIndexes first.
 func (r *CheckpointReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	workers := max(r.MaxConcurrentReconciles, 1)
+	if r.HistoryGate == nil {
+		r.HistoryGate = NewNamespaceGate(HistoryIOPerNamespace(workers, 0))
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&parleyv1alpha1.Checkpoint{}).
 		Watches(&parleyv1alpha1.Conversation{}, handler.EnqueueRequestsFromMapFunc(r.checkpointsOf)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Named("checkpoint").
 		Complete(r)
 }

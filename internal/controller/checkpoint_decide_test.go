@@ -48,6 +48,11 @@ func TestDecideCheckpoint(t *testing.T) {
 			attempt: snapshotAttempt{tried: true, err: history.ErrTooLarge},
 			want:    parleyv1alpha1.CheckpointFailed, reason: parleyv1alpha1.ReasonHistoryTooLarge,
 		},
+		"namespace busy: put off without a retry error": {
+			conv: testConv(withSession(mintedID), historyReady), found: true, due: true,
+			attempt: snapshotAttempt{tried: true, err: errNamespaceBusy},
+			want:    parleyv1alpha1.CheckpointPending, reason: parleyv1alpha1.ReasonWaitingForHistory,
+		},
 		"store unavailable: retried": {
 			conv: testConv(withSession(mintedID), historyReady), found: true, due: true,
 			attempt: snapshotAttempt{tried: true, err: unavailable},

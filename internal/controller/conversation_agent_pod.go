@@ -186,7 +186,7 @@ func (r *ConversationReconciler) completeTurns(ctx context.Context, s *conversat
 // withView runs fn on the history's cached view.
 func (r *ConversationReconciler) withView(ctx context.Context, s *conversationScope, fn func(*journal.View) error) error {
 	conv := s.withStatus()
-	leave, err := r.enterHistoryIO(conv)
+	leave, err := enterHistoryIO(r.HistoryGate, conv)
 	if err != nil {
 		return err
 	}

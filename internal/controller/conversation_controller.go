@@ -52,9 +52,10 @@ type ConversationReconciler struct {
 	NewSessionID func() string
 	// MaxConcurrentReconciles bounds parallel reconciles (1 when zero).
 	MaxConcurrentReconciles int
-	// MaxHistoryIOPerNamespace bounds the reconciles of one namespace that wait on an object
-	// store history at once (HistoryIOPerNamespace's default when zero); see namespace_gate.go.
-	MaxHistoryIOPerNamespace int
+	// HistoryGate bounds the reconciles of one namespace that wait on an object store history
+	// at once; share it with the CheckpointReconciler (namespace_gate.go). Nil: a gate of its
+	// own with HistoryIOPerNamespace's default.
+	HistoryGate *NamespaceGate
 	// AgentAPIURL is the Session API's URL as agent pods reach it (PARLEY_API_URL);
 	// AgentCAConfigMap, when set, names a ConfigMap (key ca.crt, in each agent's namespace)
 	// mounted for PARLEY_CA_FILE.
@@ -79,9 +80,6 @@ type ConversationReconciler struct {
 
 	// own drops the watch events of this controller's own status writes.
 	own session.OwnWrites
-	// historyGate holds MaxHistoryIOPerNamespace; nil (a reconciler not set up with a
-	// manager): no bound.
-	historyGate *namespaceGate
 }
 
 // What the Conversation controller does with the API (docs/operations.md#permissions has every
@@ -236,7 +234,9 @@ func (r *ConversationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.APIReader = mgr.GetAPIReader()
 	}
 	workers := max(r.MaxConcurrentReconciles, 1)
-	r.historyGate = newNamespaceGate(HistoryIOPerNamespace(workers, r.MaxHistoryIOPerNamespace))
+	if r.HistoryGate == nil {
+		r.HistoryGate = NewNamespaceGate(HistoryIOPerNamespace(workers, 0))
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		// The reconcile that wrote a status already acted on it: its own write wakes nothing.
 		For(&parleyv1alpha1.Conversation{}, builder.WithPredicates(r.own.Predicate())).

@@ -54,7 +54,7 @@ func (r *ConversationReconciler) finalize(ctx context.Context, conv *parleyv1alp
 	}
 	// A Conversation refused for HistoryKeyTaken never deletes the history another one keeps.
 	if conv.Status.SessionID != "" && holder == nil && conv.Annotations[AnnotationSkipHistoryCleanup] != "true" {
-		leave, err := r.enterHistoryIO(conv)
+		leave, err := enterHistoryIO(r.HistoryGate, conv)
 		if err != nil {
 			return ctrl.Result{RequeueAfter: busyHistoryRecheck}, nil // the namespace's slots are taken
 		}

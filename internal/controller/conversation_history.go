@@ -92,7 +92,7 @@ func (r *ConversationReconciler) reconcileHistory(ctx context.Context, s *conver
 		return
 	}
 	if action != historyRetained {
-		leave, err := r.enterHistoryIO(s.conv)
+		leave, err := enterHistoryIO(r.HistoryGate, s.conv)
 		if err != nil {
 			r.historyDeferred(s, err)
 			return
@@ -373,15 +373,9 @@ const busyHistoryRecheck = 5 * time.Second
 // not read, and it is read again after busyHistoryRecheck (the workqueue's backoff would start
 // at milliseconds, each try waiting on the same budget or finding the same slots taken).
 func (r *ConversationReconciler) historyDeferred(s *conversationScope, cause error) {
-	if errors.Is(cause, errNamespaceBusy) {
-		s.warning(parleyv1alpha1.EventHistoryReadDeferred, "Read",
-			"this namespace's Conversations already wait on their histories as many at once as one namespace may (--max-history-io-per-namespace); reading again in %s", busyHistoryRecheck)
-		metrics.StoreErrors.WithLabelValues(backendOf(s.conv), metrics.ReasonNamespaceBusy).Inc()
-	} else {
-		s.warning(parleyv1alpha1.EventHistoryReadDeferred, "Read",
-			"this replica is decoding as much stored history as its memory allows (--history-decode-budget); reading again in %s", busyHistoryRecheck)
-		metrics.StoreErrors.WithLabelValues(backendOf(s.conv), metrics.ReasonDecodeBusy).Inc()
-	}
+	reason, msg := putOff(cause)
+	s.warning(parleyv1alpha1.EventHistoryReadDeferred, "Read", "%s", msg)
+	metrics.StoreErrors.WithLabelValues(backendOf(s.conv), reason).Inc()
 	s.requeueAfter(busyHistoryRecheck)
 }
 

@@ -11,7 +11,7 @@ import (
 )
 
 func TestNamespaceGateBoundsEachNamespaceAlone(t *testing.T) {
-	g := newNamespaceGate(2)
+	g := NewNamespaceGate(2)
 	leaveA1, ok1 := g.tryEnter("a")
 	_, ok2 := g.tryEnter("a")
 	if !ok1 || !ok2 {
@@ -44,22 +44,22 @@ func TestHistoryIOPerNamespace(t *testing.T) {
 }
 
 func TestHistoryIOIsGatedForObjectStoresOnly(t *testing.T) {
-	r := &ConversationReconciler{historyGate: newNamespaceGate(1)}
+	gate := NewNamespaceGate(1)
 	inS3 := testConv(func(c *parleyv1alpha1.Conversation) {
 		c.Spec.History = parleyv1alpha1.HistorySpec{ObjectStore: &parleyv1alpha1.ObjectStoreHistory{Endpoint: "https://s3.example"}}
 	})
-	leave, err := r.enterHistoryIO(inS3)
+	leave, err := enterHistoryIO(gate, inS3)
 	if err != nil {
 		t.Fatalf("the namespace's first S3 history I/O: %v", err)
 	}
-	if _, err := r.enterHistoryIO(inS3); !errors.Is(err, errNamespaceBusy) {
+	if _, err := enterHistoryIO(gate, inS3); !errors.Is(err, errNamespaceBusy) {
 		t.Fatalf("a second S3 history I/O of the namespace past its limit of 1: %v, want errNamespaceBusy", err)
 	}
-	if _, err := r.enterHistoryIO(testConv()); err != nil {
+	if _, err := enterHistoryIO(gate, testConv()); err != nil {
 		t.Fatalf("a ConfigMap history of the full namespace: %v, want no gate", err)
 	}
 	leave()
-	if _, err := r.enterHistoryIO(inS3); err != nil {
+	if _, err := enterHistoryIO(gate, inS3); err != nil {
 		t.Fatalf("after the slot was given back: %v", err)
 	}
 }

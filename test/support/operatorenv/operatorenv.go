@@ -159,6 +159,9 @@ func (e *Env) startManager(opts Options) error {
 	if err != nil {
 		return err
 	}
+	// Both controllers share one gate and four workers each, as cmd/manager wires them.
+	const workers = 4
+	historyGate := controller.NewNamespaceGate(controller.HistoryIOPerNamespace(workers, 0))
 	if err := (&controller.ConversationReconciler{
 		Client:                  mgr.GetClient(),
 		APIReader:               mgr.GetAPIReader(),
@@ -168,7 +171,8 @@ func (e *Env) startManager(opts Options) error {
 		Compactor:               e.Compactor,
 		Activity:                activity,
 		Clock:                   clock.RealClock{},
-		MaxConcurrentReconciles: 4,
+		MaxConcurrentReconciles: workers,
+		HistoryGate:             historyGate,
 		AgentAPIURL:             "https://parley-session-api.parley-system.svc:8082",
 		AgentCA:                 func() []byte { return e.AgentCA },
 		NodeLostGrace:           3 * time.Second,
@@ -178,10 +182,12 @@ func (e *Env) startManager(opts Options) error {
 		return err
 	}
 	if err := (&controller.CheckpointReconciler{
-		Client:   mgr.GetClient(),
-		Scheme:   mgr.GetScheme(),
-		Recorder: events.NewRecorder(mgr.GetScheme(), "parley-checkpoint"),
-		Sessions: e.Sessions,
+		Client:                  mgr.GetClient(),
+		Scheme:                  mgr.GetScheme(),
+		Recorder:                events.NewRecorder(mgr.GetScheme(), "parley-checkpoint"),
+		Sessions:                e.Sessions,
+		MaxConcurrentReconciles: workers,
+		HistoryGate:             historyGate,
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
