@@ -202,9 +202,9 @@ const (
 	// EventHistoryUnavailable: the history could not be opened or initialised (Warning).
 	EventHistoryUnavailable = "HistoryUnavailable"
 	// EventHistoryReadDeferred: this replica was decoding as much stored history as its decode
-	// budget allows, or the Conversation's namespace had as many reconciles waiting on their S3
-	// histories as it may, so the history was not read this time; looked at again shortly
-	// (Warning).
+	// budget allows, or the namespace had as many reconciles waiting on their S3 histories as it
+	// may, so the history was not read (on a Conversation) or the snapshot not written (on a
+	// Checkpoint) this time; looked at again shortly (Warning).
 	EventHistoryReadDeferred = "HistoryReadDeferred"
 	// EventHistoryDeleted: the expiration policy Delete removed the history.
 	EventHistoryDeleted = "HistoryDeleted"
