@@ -64,6 +64,23 @@ func newStallingProxy() *tarpit {
 // stall holds every request from now on.
 func (t *tarpit) stall() { t.stalling.Store(true) }
 
+// conversation creates a Conversation of namespace (with the suite's S3 credentials in Secret
+// s3) whose history is at t, deleted when the spec ends.
+func (t *tarpit) conversation(namespace string) *parleyv1alpha1.Conversation {
+	conv := newConversation(parleyv1alpha1.ConversationSpec{
+		History: parleyv1alpha1.HistorySpec{ObjectStore: &parleyv1alpha1.ObjectStoreHistory{
+			Endpoint: t.URL, Bucket: testBucket, Prefix: "tarpit-" + randSuffix(), ForcePathStyle: true, Insecure: true,
+			CredentialsSecretRef: &parleyv1alpha1.SecretReference{Name: "s3"},
+		}},
+	})
+	conv.Namespace = namespace
+	// Nothing to clean up at the tarpit when the spec deletes it.
+	conv.Annotations = map[string]string{controller.AnnotationSkipHistoryCleanup: "true"}
+	Expect(k8sClient.Create(ctx, conv)).To(Succeed())
+	DeferCleanup(func() { Expect(k8sClient.Delete(ctx, conv)).To(Succeed()) })
+	return conv
+}
+
 // stop lets every held request go and closes the server.
 func (t *tarpit) stop() {
 	t.once.Do(func() { close(t.release) })
@@ -80,23 +97,8 @@ var _ = Describe("A namespace whose S3 endpoint stalls", func() {
 		const stalledConvs = 8 // twice the suite's workers
 		convs := make([]*parleyv1alpha1.Conversation, 0, stalledConvs)
 		for range stalledConvs {
-			conv := newConversation(parleyv1alpha1.ConversationSpec{
-				History: parleyv1alpha1.HistorySpec{ObjectStore: &parleyv1alpha1.ObjectStoreHistory{
-					Endpoint: pit.URL, Bucket: testBucket, Prefix: "tarpit-" + randSuffix(), ForcePathStyle: true, Insecure: true,
-					CredentialsSecretRef: &parleyv1alpha1.SecretReference{Name: "s3"},
-				}},
-			})
-			conv.Namespace = stalled
-			// Nothing to clean up at the tarpit when the spec deletes them.
-			conv.Annotations = map[string]string{controller.AnnotationSkipHistoryCleanup: "true"}
-			Expect(k8sClient.Create(ctx, conv)).To(Succeed())
-			convs = append(convs, conv)
+			convs = append(convs, pit.conversation(stalled))
 		}
-		DeferCleanup(func() {
-			for _, c := range convs {
-				Expect(k8sClient.Delete(ctx, c)).To(Succeed())
-			}
-		})
 		Eventually(pit.inFlight.Load).Should(BeNumerically(">=", 1), "the stalled namespace's reads reach the tarpit")
 
 		By("a Conversation of another namespace gets its history while the tarpit holds its reads")
@@ -118,16 +120,7 @@ var _ = Describe("Checkpoints of a namespace whose S3 endpoint stalls", func() {
 
 		stalled := env.AgentNamespace()
 		Expect(k8sClient.Create(ctx, s3Secret(stalled, "s3"))).To(Succeed())
-		conv := newConversation(parleyv1alpha1.ConversationSpec{
-			History: parleyv1alpha1.HistorySpec{ObjectStore: &parleyv1alpha1.ObjectStoreHistory{
-				Endpoint: proxy.URL, Bucket: testBucket, Prefix: "stalls-" + randSuffix(), ForcePathStyle: true, Insecure: true,
-				CredentialsSecretRef: &parleyv1alpha1.SecretReference{Name: "s3"},
-			}},
-		})
-		conv.Namespace = stalled
-		conv.Annotations = map[string]string{controller.AnnotationSkipHistoryCleanup: "true"}
-		Expect(k8sClient.Create(ctx, conv)).To(Succeed())
-		DeferCleanup(func() { Expect(k8sClient.Delete(ctx, conv)).To(Succeed()) })
+		conv := proxy.conversation(stalled)
 		Eventually(historyReady(conv)).Should(Succeed())
 
 		By("the endpoint stalls once the history is there; Manual Checkpoints of it are created")
