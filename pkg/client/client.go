@@ -94,6 +94,12 @@ func New(opts Options) (*Client, error) {
 		}
 		hc = &http.Client{Transport: tr, Timeout: 60 * time.Second}
 	}
+	// The Session API never redirects. A redirect followed would take the caller's credentials
+	// to its target (a kubeconfig's transport adds them to every request it sends, whatever
+	// the host), so it ends the call with an error instead.
+	refusing := *hc
+	refusing.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	hc = &refusing
 	if opts.Retries == 0 {
 		opts.Retries = 5
 	}
@@ -316,6 +322,11 @@ func problemOf(resp *http.Response, data []byte) *wire.Problem {
 	p := &wire.Problem{Status: resp.StatusCode, Title: resp.Status}
 	_ = json.Unmarshal(data, p)
 	p.Status = resp.StatusCode
+	if resp.StatusCode/100 == 3 {
+		p.Detail = "the answer redirects to " + strconv.Quote(resp.Header.Get("Location")) +
+			", which is not followed: credentials go only to the URL given"
+		return p
+	}
 	if p.Type == "" && p.Detail == "" {
 		var status struct {
 			Message string `json:"message"`
