@@ -6,7 +6,9 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -147,6 +149,10 @@ func (o *Options) directClient(ctx context.Context, cfg *rest.Config) (*parleycl
 	if token == "" && cfg.BearerToken == "" && cfg.BearerTokenFile == "" && cfg.ExecProvider == nil && cfg.AuthProvider == nil {
 		return nil, errNoToken(cfg)
 	}
+	if token == "" && !privateChannel(o.API.URL) {
+		return nil, errors.New("--session-api-url without https would send your kubeconfig's token, a credential for the whole API server, " +
+			"in clear text to another machine: use https, a port-forward to localhost, or --session-api-token with a token for audience parley")
+	}
 	tlsConfig := &tls.Config{ //nolint:gosec // InsecureSkipVerify only when the user asks for it
 		MinVersion: tls.VersionTLS12, InsecureSkipVerify: o.API.InsecureSkipVerify, ServerName: o.API.TLSServerName,
 	}
@@ -175,6 +181,24 @@ func (o *Options) directClient(ctx context.Context, cfg *rest.Config) (*parleycl
 	return parleyclient.New(parleyclient.Options{
 		URL: o.API.URL, Token: token, HTTPClient: &http.Client{Transport: rt, Timeout: 2 * time.Minute},
 	})
+}
+
+// privateChannel says whether a request to rawURL is safe from the network: over TLS, or to
+// this machine (a port-forward).
+func privateChannel(rawURL string) bool {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return false
+	}
+	if u.Scheme == "https" {
+		return true
+	}
+	host := u.Hostname()
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // sessionAPICA is the pool that verifies a direct connection: --session-api-ca-file, else the
