@@ -19,13 +19,10 @@ import (
 
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 	"github.com/parley-dev/parley/pkg/wire"
 )
 
@@ -83,12 +80,7 @@ func TestFrontProxyHeadersNeedTheRequestHeaderCA(t *testing.T) {
 	pool := x509.NewCertPool()
 	pool.AddCert(requestHeaderCA.cert)
 
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, parleyv1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
+	scheme := kubeAndParleyScheme(t)
 	var mu sync.Mutex
 	var reviewed []authzv1.SubjectAccessReviewSpec
 	var tokenReviews int

@@ -27,7 +27,7 @@ func TestImportPartOfTooManyItemsIsRefused(t *testing.T) {
 			srv.Limits.MaxBodyBytes = 8 << 20
 			before := historyLength(t, srv)
 			rec := httptest.NewRecorder()
-			req := httptest.NewRequest("POST", "/v1/namespaces/ns/conversations/c/import",
+			req := httptest.NewRequest(http.MethodPost, "/v1/namespaces/ns/conversations/c/import",
 				strings.NewReader(`{"id":"i","part":0,"state":`+tc.state+`}`))
 			req.Header.Set("Authorization", "Bearer writer")
 			srv.Handler().ServeHTTP(rec, req)

@@ -30,12 +30,7 @@ type reviewRecorder struct {
 
 func newReviewRecorder(t *testing.T) *reviewRecorder {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, parleyv1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
+	scheme := kubeAndParleyScheme(t)
 	rec := &reviewRecorder{}
 	kube := fake.NewClientBuilder().WithScheme(scheme).WithInterceptorFuncs(interceptor.Funcs{
 		Create: func(_ context.Context, _ client.WithWatch, obj client.Object, _ ...client.CreateOption) error {
@@ -165,4 +160,16 @@ func TestPathTricksReachNoOtherConversation(t *testing.T) {
 			}
 		}
 	}
+}
+
+// kubeAndParleyScheme holds the Kubernetes types and Parley's, for fake clients.
+func kubeAndParleyScheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, parleyv1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return scheme
 }
