@@ -1,6 +1,7 @@
 """Exercises parley_client against a live Session API. Run by the Go envtest suite with
 PARLEY_API_URL, PARLEY_TOKEN, PARLEY_NS and PARLEY_NAME set; exits non-zero on any failure."""
 
+import http.server
 import os
 import sys
 import threading
@@ -78,7 +79,48 @@ def main():
         summary = editor.conversation(ns, name)
         assert summary["messages"] == 0 and summary["epoch"] == done["epoch"], summary
         checked += ", reset (403 without delete, idempotent by id)"
+    check_no_redirect()
+    checked += ", a redirect followed nowhere (the token stays home)"
     print("python client: " + checked + ": ok")
+
+
+def check_no_redirect():
+    """A Session API address that answers 302 to another host must not get the token sent
+    there: urllib follows redirects with every header unless told not to."""
+    seen = []
+
+    class Target(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            seen.append(self.headers.get("Authorization"))
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def log_message(self, *args):
+            pass
+
+    target = http.server.HTTPServer(("127.0.0.1", 0), Target)
+
+    class Redirector(Target):
+        def do_GET(self):
+            self.send_response(302)
+            self.send_header("Location", f"http://127.0.0.1:{target.server_port}{self.path}")
+            self.end_headers()
+
+    redirector = http.server.HTTPServer(("127.0.0.1", 0), Redirector)
+    for server in (target, redirector):
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        api = parley_client.Client(f"http://127.0.0.1:{redirector.server_port}", token="secret", retries=0)
+        try:
+            api.conversation("ns", "name")
+            raise AssertionError("a redirect was followed")
+        except parley_client.Problem as p:
+            assert p.status == 302, p
+        assert seen == [], f"the token reached the redirect's target: {seen}"
+    finally:
+        for server in (target, redirector):
+            server.shutdown()
 
 
 if __name__ == "__main__":

@@ -33,6 +33,14 @@ class EpochChanged(Exception):
     """The conversation was compacted while following: read the new epoch from the start."""
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """urllib would follow a redirect with every header, the token included, to any host: the
+    Session API never redirects, so a 3xx is answered as the error it is."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
 class Client:
     def __init__(self, url, token=None, token_file=None, ca_file=None, retries=5, max_backoff=10.0, timeout=60.0):
         parsed = urllib.parse.urlparse(url or "")
@@ -42,6 +50,7 @@ class Client:
         self.token, self.token_file = token, token_file
         self.retries, self.max_backoff, self.timeout = retries, max_backoff, timeout
         self.context = ssl.create_default_context(cafile=ca_file) if ca_file else None
+        self._opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=self.context), _NoRedirect())
 
     @classmethod
     def from_environment(cls):
@@ -142,7 +151,7 @@ class Client:
                 hdrs["Content-Type"] = "application/json"
             req = urllib.request.Request(self.url + path, data=data, method=method, headers=hdrs)
             try:
-                with urllib.request.urlopen(req, timeout=self.timeout, context=self.context) as resp:
+                with self._opener.open(req, timeout=self.timeout) as resp:
                     raw = resp.read()
                     return json.loads(raw) if raw else None
             except urllib.error.HTTPError as e:
@@ -163,7 +172,7 @@ class Client:
         hdrs.update({"Accept": "text/event-stream", "Last-Event-ID": str(after)})
         req = urllib.request.Request(self.url + _path(namespace, name) + "/messages?follow=true", headers=hdrs)
         try:
-            resp = urllib.request.urlopen(req, timeout=self.timeout, context=self.context)
+            resp = self._opener.open(req, timeout=self.timeout)
         except urllib.error.HTTPError as e:
             raise _problem(e) from None
         with resp:

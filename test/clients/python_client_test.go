@@ -10,7 +10,7 @@ import (
 )
 
 var _ = Describe("Python client (clients/session-api-python)", func() {
-	It("serves the stdlib-only Python client: append, retry, read, page, conflict, follow, reset", func() {
+	It("serves the stdlib-only Python client: append, retry, read, page, conflict, follow, reset, no redirect", func() {
 		python, err := exec.LookPath("python3")
 		if err != nil {
 			Skip("python3 is not installed")
@@ -22,6 +22,6 @@ var _ = Describe("Python client (clients/session-api-python)", func() {
 			"PARLEY_NS="+ns, "PARLEY_NAME="+conv.Name, "PARLEY_RESET_TOKEN="+env.EditorToken(ns))
 		out, err := cmd.CombinedOutput()
 		Expect(err).NotTo(HaveOccurred(), "%s", out)
-		Expect(string(out)).To(ContainSubstring("state, resume, import (idempotent by id), reset (403 without delete, idempotent by id): ok"))
+		Expect(string(out)).To(ContainSubstring("state, resume, import (idempotent by id), reset (403 without delete, idempotent by id), a redirect followed nowhere (the token stays home): ok"))
 	})
 })
