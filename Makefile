@@ -114,9 +114,9 @@ test: manifests generate fmt vet envtest s3-server claude-code claude-agent-sdk 
 		$(GO) test ./... -count=1 -coverprofile cover.out
 
 .PHONY: test-e2e
-test-e2e: ## End-to-end tests on the local cluster (real control plane and node).
+test-e2e: helm ## End-to-end tests on the local cluster (real control plane and node).
 	hack/build-binaries.sh cluster >/dev/null # before the test timeout starts: cold, this takes minutes
-	$(GO) test -tags e2e ./test/e2e/ -count=1 -v -ginkgo.v -timeout 30m
+	HELM="$(HELM)" $(GO) test -tags e2e ./test/e2e/ -count=1 -v -ginkgo.v -timeout 30m
 
 .PHONY: bench-agent-crash
 bench-agent-crash: ## Crash to the resumed agent's first model request, each reference agent (or AGENT_BENCH's, comma-separated) on the local cluster (AGENT_CRASHES, default 10).

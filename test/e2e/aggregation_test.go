@@ -39,7 +39,8 @@ import (
 )
 
 const (
-	// installedAPIService registers the aggregated group session.parley.dev (dist/install.yaml).
+	// installedAPIService registers the aggregated group session.parley.dev (dist/install.yaml,
+	// dist/chart).
 	installedAPIService = "v1alpha1.session.parley.dev"
 	// installedSessionAPIHost is the installed Session API Service's name, which its serving
 	// certificate is valid for and which the test agent is told to call (PARLEY_API_URL).
@@ -53,7 +54,7 @@ var apiServices = schema.GroupVersionResource{Group: "apiregistration.k8s.io", V
 // aggregatedPathSpecs run kubectl parley and kubectl get --raw through the API server's
 // aggregator against the installed manager, as people with client-certificate kubeconfigs
 // (minted for new users through a CertificateSigningRequest, as a cluster admin does). The
-// conversation is the test agent's, on the real node. They run in the install's Ordered
+// conversation is the test agent's, on the real node. They run in an install's Ordered
 // container, after the manager's replicas are Ready.
 func aggregatedPathSpecs() {
 	It("serves kubectl parley and kubectl get --raw through the API server to a client-certificate user, and refuses one without conversations/history", func(ctx SpecContext) {
@@ -79,6 +80,8 @@ func aggregatedPathSpecs() {
 		Expect(err).NotTo(HaveOccurred())
 		got := waitAgentCompleted(ctx, dyn.Resource(conversations).Namespace(ns), ns, "chat", 0, podTimeout)
 		Expect(historyMessages(got)).To(Equal(int64(4)), "u1 a1 u2 a2")
+		phase, _, _ := unstructured.NestedString(got.Object, "status", "phase")
+		Expect(phase).To(Equal("Active"))
 
 		plugin := buildPlugin(ctx)
 		viewer := certificateKubeconfig(ctx, "viewer-"+ns)

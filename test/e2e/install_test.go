@@ -25,6 +25,8 @@ const (
 	// installedImage is the image dist/install.yaml names (DEFAULT_IMG of the Makefile) as the
 	// kubelet resolves it: a name without a registry is Docker Hub's library.
 	installedImage = "docker.io/library/parley-manager:dev"
+	// localManagerImage is the manager image as hack/images.sh names it.
+	localManagerImage = "localhost/parley-manager:dev"
 	// hostEndpointSelector selects the EndpointSlice by which make run-local's host-run manager
 	// serves the install's Session API Service (hack/run-local.sh).
 	hostEndpointSelector = "endpointslice.kubernetes.io/managed-by=run-local.parley.dev"
@@ -36,11 +38,17 @@ const (
 // kubectl runs kubectl against the local cluster from the repository root, with stdin, and
 // returns its combined output.
 func kubectl(ctx context.Context, stdin string, args ...string) (string, error) {
+	return onCluster(ctx, stdin, "kubectl", args...)
+}
+
+// onCluster runs a client program (kubectl, helm) against the local cluster from the
+// repository root, with stdin, and returns its combined output.
+func onCluster(ctx context.Context, stdin, program string, args ...string) (string, error) {
 	kubeconfig, err := localCluster(ctx, "kubeconfig")
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.CommandContext(ctx, "kubectl", args...)
+	cmd := exec.CommandContext(ctx, program, args...)
 	cmd.Dir = repoRoot
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	cmd.Stdin = strings.NewReader(stdin)
@@ -52,21 +60,10 @@ func kubectl(ctx context.Context, stdin string, args ...string) (string, error) 
 }
 
 // The installer as a user runs it: `kubectl apply -f dist/install.yaml`, client-side, the
-// committed file unchanged. The manager image is built here (hack/images.sh) and given the name
-// the file uses, since nothing can be pulled.
+// committed file unchanged.
 var _ = Describe("dist/install.yaml on the local cluster", Ordered, func() {
 	BeforeAll(func(ctx SpecContext) {
-		By("building the manager image and naming it " + installedImage)
-		images := exec.CommandContext(ctx, filepath.Join(repoRoot, "hack", "images.sh"), "manager")
-		images.Dir, images.Stdout, images.Stderr = repoRoot, GinkgoWriter, GinkgoWriter
-		Expect(images.Run()).To(Succeed())
-		_, err := localCluster(ctx, "ctr", "images", "tag", "--force", "localhost/parley-manager:dev", installedImage)
-		Expect(err).NotTo(HaveOccurred())
-		// make run-local's host-run manager is reached through an endpoint naming this host; the
-		// aggregator would pick it beside the installed pods' endpoints.
-		out, err := kubectl(ctx, "", "-n", installNamespace, "delete", "endpointslice", "-l", hostEndpointSelector, "--ignore-not-found")
-		Expect(err).NotTo(HaveOccurred(), out)
-
+		prepareManagerInstall(ctx)
 		DeferCleanup(func(ctx SpecContext) {
 			// Everything the installer made but the CRDs (they carry no app.kubernetes.io/name
 			// label): Conversations of other specs or of `make run-local` survive, and no manager
@@ -83,43 +80,79 @@ var _ = Describe("dist/install.yaml on the local cluster", Ordered, func() {
 		Expect(out).To(ContainSubstring("customresourcedefinition.apiextensions.k8s.io/conversations.parley.dev"))
 		Expect(out).To(ContainSubstring("deployment.apps/" + installDeployment))
 
-		By("waiting for both replicas to be Ready (readiness probe /readyz)")
-		Eventually(func(g Gomega) {
-			d, err := clientset.AppsV1().Deployments(installNamespace).Get(ctx, installDeployment, metav1.GetOptions{})
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(d.Spec.Replicas).To(HaveValue(BeEquivalentTo(2)))
-			g.Expect(d.Status.ObservedGeneration).To(Equal(d.Generation))
-			g.Expect(d.Status.UpdatedReplicas).To(BeEquivalentTo(2))
-			g.Expect(d.Status.ReadyReplicas).To(BeEquivalentTo(2))
-			g.Expect(d.Status.Conditions).To(ContainElement(SatisfyAll(
-				HaveField("Type", appsv1.DeploymentAvailable), HaveField("Status", BeEquivalentTo("True")))))
-		}).WithContext(ctx).WithTimeout(rolloutTimeout).WithPolling(time.Second).Should(Succeed(),
-			func() string {
-				out, _ := kubectl(ctx, "", "-n", installNamespace, "describe", "pods")
-				return "kubectl describe pods -n " + installNamespace + ":\n" + out
-			})
-
-		By("checking one of the pods holds the leader-election Lease")
-		pods, err := clientset.CoreV1().Pods(installNamespace).List(ctx, metav1.ListOptions{
-			LabelSelector: "control-plane=controller-manager",
-		})
-		Expect(err).NotTo(HaveOccurred())
-		Eventually(func(g Gomega) {
-			lease, err := clientset.CoordinationV1().Leases(installNamespace).Get(ctx, "manager.parley.dev", metav1.GetOptions{})
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(lease.Spec.HolderIdentity).NotTo(BeNil())
-			holder := *lease.Spec.HolderIdentity
-			names := make([]string, 0, len(pods.Items))
-			for _, p := range pods.Items {
-				names = append(names, p.Name)
-				if strings.HasPrefix(holder, p.Name+"_") {
-					return
-				}
-			}
-			g.Expect(names).To(ContainElement(holder), "the Lease holder is none of the installed pods")
-		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(poll).Should(Succeed())
+		expectManagerReplicasReady(ctx)
 	})
 
+	installedManagerSpecs()
+})
+
+// managerImageImported is set once the manager image is in the node's containerd under both
+// names the install specs use: one build and import serves every install of the run.
+var managerImageImported bool
+
+// prepareManagerInstall readies the local cluster for an installed manager: the image built
+// here (hack/images.sh) and given the name dist/install.yaml uses, since nothing can be pulled,
+// and no endpoint of a host-run manager left in the install's namespace.
+func prepareManagerInstall(ctx context.Context) {
+	if !managerImageImported {
+		By("building the manager image and naming it " + installedImage)
+		images := exec.CommandContext(ctx, filepath.Join(repoRoot, "hack", "images.sh"), "manager")
+		images.Dir, images.Stdout, images.Stderr = repoRoot, GinkgoWriter, GinkgoWriter
+		Expect(images.Run()).To(Succeed())
+		_, err := localCluster(ctx, "ctr", "images", "tag", "--force", localManagerImage, installedImage)
+		Expect(err).NotTo(HaveOccurred())
+		managerImageImported = true
+	}
+	// make run-local's host-run manager is reached through an endpoint naming this host; the
+	// aggregator would pick it beside the installed pods' endpoints.
+	out, err := kubectl(ctx, "", "-n", installNamespace, "delete", "endpointslice", "-l", hostEndpointSelector, "--ignore-not-found")
+	Expect(err).NotTo(HaveOccurred(), out)
+}
+
+// expectManagerReplicasReady waits for the installed Deployment's two replicas to be Ready and
+// for one of them to hold the leader-election Lease.
+func expectManagerReplicasReady(ctx context.Context) {
+	By("waiting for both replicas to be Ready (readiness probe /readyz)")
+	Eventually(func(g Gomega) {
+		d, err := clientset.AppsV1().Deployments(installNamespace).Get(ctx, installDeployment, metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(d.Spec.Replicas).To(HaveValue(BeEquivalentTo(2)))
+		g.Expect(d.Status.ObservedGeneration).To(Equal(d.Generation))
+		g.Expect(d.Status.UpdatedReplicas).To(BeEquivalentTo(2))
+		g.Expect(d.Status.ReadyReplicas).To(BeEquivalentTo(2))
+		g.Expect(d.Status.Conditions).To(ContainElement(SatisfyAll(
+			HaveField("Type", appsv1.DeploymentAvailable), HaveField("Status", BeEquivalentTo("True")))))
+	}).WithContext(ctx).WithTimeout(rolloutTimeout).WithPolling(time.Second).Should(Succeed(),
+		func() string {
+			out, _ := kubectl(ctx, "", "-n", installNamespace, "describe", "pods")
+			return "kubectl describe pods -n " + installNamespace + ":\n" + out
+		})
+
+	By("checking one of the pods holds the leader-election Lease")
+	pods, err := clientset.CoreV1().Pods(installNamespace).List(ctx, metav1.ListOptions{
+		LabelSelector: "control-plane=controller-manager",
+	})
+	Expect(err).NotTo(HaveOccurred())
+	Eventually(func(g Gomega) {
+		lease, err := clientset.CoordinationV1().Leases(installNamespace).Get(ctx, "manager.parley.dev", metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(lease.Spec.HolderIdentity).NotTo(BeNil())
+		holder := *lease.Spec.HolderIdentity
+		names := make([]string, 0, len(pods.Items))
+		for _, p := range pods.Items {
+			names = append(names, p.Name)
+			if strings.HasPrefix(holder, p.Name+"_") {
+				return
+			}
+		}
+		g.Expect(names).To(ContainElement(holder), "the Lease holder is none of the installed pods")
+	}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(poll).Should(Succeed())
+}
+
+// installedManagerSpecs are what a user does with an installed manager, whichever installer
+// made it: admission of Conversations, and conversations through the API server's aggregator.
+// They run in an install's Ordered container, after the manager's replicas are Ready.
+func installedManagerSpecs() {
 	It("refuses a Conversation with an invalid pod template at admission, and the installed manager takes a valid one", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		conv := func(container string) string {
@@ -161,4 +194,4 @@ spec:
 	})
 
 	aggregatedPathSpecs()
-})
+}
