@@ -65,11 +65,9 @@ var _ = Describe("dist/install.yaml on the local cluster", Ordered, func() {
 	BeforeAll(func(ctx SpecContext) {
 		prepareManagerInstall(ctx)
 		DeferCleanup(func(ctx SpecContext) {
-			// Everything the installer made but the CRDs (they carry no app.kubernetes.io/name
-			// label): Conversations of other specs or of `make run-local` survive, and no manager
-			// of ours is left to compete with the next spec's.
-			out, err := kubectl(ctx, "", "delete", "-f", "dist/install.yaml", "-l", "app.kubernetes.io/name=parley",
-				"--ignore-not-found", "--wait=true")
+			// A spec that failed before the uninstall spec leaves the install: no manager of ours
+			// may compete with the next spec's.
+			out, err := kubectl(ctx, "", kubectlUninstall...)
 			Expect(err).NotTo(HaveOccurred(), out)
 		}, NodeTimeout(3*time.Minute))
 	})
@@ -84,7 +82,23 @@ var _ = Describe("dist/install.yaml on the local cluster", Ordered, func() {
 	})
 
 	installedManagerSpecs()
+
+	It("is removed by the documented uninstall but for the CRDs", func(ctx SpecContext) {
+		out, err := kubectl(ctx, "", kubectlUninstall...)
+		Expect(err).NotTo(HaveOccurred(), out)
+		out, err = kubectl(ctx, "", "get", "-f", "dist/install.yaml", "--ignore-not-found", "-o", "name")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(strings.Fields(out)).To(ConsistOf(
+			"customresourcedefinition.apiextensions.k8s.io/checkpoints.parley.dev",
+			"customresourcedefinition.apiextensions.k8s.io/conversations.parley.dev"),
+			"left behind, a cluster-scoped object makes a later helm install refuse to take it over")
+	})
 })
+
+// kubectlUninstall is docs/install.md's removal of a kubectl install: everything the file
+// makes but the CRDs (they carry no app.kubernetes.io/name label), so Conversations of other
+// specs or of `make run-local` survive.
+var kubectlUninstall = []string{"delete", "-f", "dist/install.yaml", "-l", "app.kubernetes.io/name=parley", "--ignore-not-found", "--wait=true"}
 
 // managerImageImported is set once the manager image is in the node's containerd under both
 // names the install specs use: one build and import serves every install of the run.
