@@ -163,6 +163,14 @@ func subagentEvents(thread string, b *Block, toolUseResult jsontext.Value) []Eve
 		if json.Unmarshal(toolUseResult, &r, lenientJSON) != nil || r.AgentID == "" {
 			return nil
 		}
+		// An id that cannot name the subagent's transcript file is the tool's text, not an id:
+		// the thread is still found by its tool use.
+		if !claudeFileID(r.AgentID) {
+			if b.ToolUseID == "" {
+				return nil
+			}
+			r.AgentID = ""
+		}
 		status := SubagentCompleted
 		if b.IsError {
 			status = SubagentFailed
