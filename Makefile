@@ -116,12 +116,7 @@ test: manifests generate fmt vet envtest s3-server claude-code claude-agent-sdk 
 .PHONY: test-e2e
 test-e2e: helm ## End-to-end tests on the local cluster (real control plane and node).
 	hack/build-binaries.sh cluster >/dev/null # before the test timeout starts: cold, this takes minutes
-	HELM="$(HELM)" $(GO) test -tags e2e ./test/e2e/ -count=1 -v -ginkgo.v -ginkgo.label-filter='!terminal' -timeout 30m
-
-.PHONY: test-e2e-terminal
-test-e2e-terminal: helm ## kubectl parley chat in a real terminal (tmux) on the local cluster.
-	hack/build-binaries.sh cluster >/dev/null
-	HELM="$(HELM)" $(GO) test -tags e2e ./test/e2e/ -count=1 -v -ginkgo.v -ginkgo.label-filter=terminal -timeout 30m
+	HELM="$(HELM)" $(GO) test -tags e2e ./test/e2e/ -count=1 -v -ginkgo.v -timeout 30m
 
 .PHONY: bench-agent-crash
 bench-agent-crash: ## Crash to the resumed agent's first model request, each reference agent (or AGENT_BENCH's, comma-separated) on the local cluster (AGENT_CRASHES, default 10).

@@ -80,8 +80,6 @@ func idleAgentSpecs(dynamicClient func() dynamic.Interface, manager func() *mana
 		Expect(idle.spec.Unchanged(4)).To(Succeed())
 	})
 
-	// Not in make test-e2e (label terminal, make test-e2e-terminal): one CI run in four saw the
-	// pane dead after Ctrl-D with no exit status, which is not understood yet.
 	It("runs kubectl parley chat in a real terminal (tmux) through the same cycle: answer, sleep, wake, answer, Ctrl-D", Label("idle-agents", "terminal"), func(ctx SpecContext) {
 		term := newTmux()
 		idle, kp := startIdleAgent(ctx, dynamicClient(), manager(), "chatty")

@@ -17,9 +17,11 @@ import (
 
 // tmuxSession is one command in a real terminal: a tmux pane on a server of its own (its own
 // socket), so the spec neither sees nor touches anyone's tmux. The pane stays after the
-// command exits (remain-on-exit), so its exit status can be read.
+// command exits (remain-on-exit), so its last screen can be read. The exit status is written
+// by the pane's shell to a file: tmux 3.3 sometimes leaves the exited command a zombie it never
+// reaps, and then #{pane_dead_status} stays empty.
 type tmuxSession struct {
-	socket, conf string
+	socket, conf, status string
 }
 
 const tmuxTarget = "e2e"
@@ -31,7 +33,8 @@ func newTmux() *tmuxSession {
 	}
 	dir := GinkgoT().TempDir()
 	// The server reads conf when it starts, before the session's command runs.
-	t := &tmuxSession{socket: filepath.Join(dir, "tmux.sock"), conf: filepath.Join(dir, "tmux.conf")}
+	t := &tmuxSession{socket: filepath.Join(dir, "tmux.sock"), conf: filepath.Join(dir, "tmux.conf"),
+		status: filepath.Join(dir, "exit-status")}
 	Expect(os.WriteFile(t.conf, []byte("set -g remain-on-exit on\nset -g history-limit 5000\n"), 0o600)).To(Succeed())
 	DeferCleanup(func() {
 		GinkgoWriter.Printf("the terminal at the end:\n%s\n", t.screen())
@@ -40,14 +43,14 @@ func newTmux() *tmuxSession {
 	return t
 }
 
-// start runs argv in a new 200×50 pane with env.
+// start runs argv in a new 200×50 pane with env; the pane's shell then writes its exit status.
 func (t *tmuxSession) start(env []string, argv ...string) {
 	quoted := make([]string, len(argv))
 	for i, a := range argv {
-		quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		quoted[i] = shellQuote(a)
 	}
 	cmd := exec.Command("tmux", "-S", t.socket, "-f", t.conf, "new-session", "-d", "-s", tmuxTarget, "-x", "200", "-y", "50",
-		strings.Join(quoted, " "))
+		strings.Join(quoted, " ")+"; echo $? > "+shellQuote(t.status))
 	cmd.Env = env
 	out, err := cmd.CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), "tmux new-session: %s", out)
@@ -86,14 +89,17 @@ func (t *tmuxSession) waitFor(ctx context.Context, text string) {
 
 // exitStatus waits for the pane's command to exit and returns its exit status.
 func (t *tmuxSession) exitStatus(ctx context.Context) int {
-	var status string
+	var status int
 	Eventually(func(g Gomega) {
-		f := strings.Fields(t.tmux("display-message", "-p", "-t", tmuxTarget, "#{pane_dead} #{pane_dead_status}"))
-		g.Expect(f).To(HaveLen(2), "the command still runs")
-		g.Expect(f[0]).To(Equal("1"))
-		status = f[1]
+		b, err := os.ReadFile(t.status)
+		g.Expect(err).NotTo(HaveOccurred(), "the command still runs")
+		status, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		g.Expect(err).NotTo(HaveOccurred(), "the shell is writing the status")
 	}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(poll).Should(Succeed())
-	n, err := strconv.Atoi(status)
-	Expect(err).NotTo(HaveOccurred())
-	return n
+	return status
+}
+
+// shellQuote quotes s for sh.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
