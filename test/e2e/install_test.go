@@ -113,7 +113,11 @@ func prepareManagerInstall(ctx context.Context) {
 		images := exec.CommandContext(ctx, filepath.Join(repoRoot, "hack", "images.sh"), "manager")
 		images.Dir, images.Stdout, images.Stderr = repoRoot, GinkgoWriter, GinkgoWriter
 		Expect(images.Run()).To(Succeed())
-		_, err := localCluster(ctx, "ctr", "images", "tag", "--force", localManagerImage, installedImage)
+		// Imported here as well: images.sh skips the import, and says so only in its log, when
+		// it finds no containerd, and an image of an earlier run would then be tagged instead.
+		_, err := localCluster(ctx, "ctr", "images", "import", filepath.Join(repoRoot, "bin", "images", "parley-manager.tar"))
+		Expect(err).NotTo(HaveOccurred())
+		_, err = localCluster(ctx, "ctr", "images", "tag", "--force", localManagerImage, installedImage)
 		Expect(err).NotTo(HaveOccurred())
 		managerImageImported = true
 	}
@@ -137,10 +141,7 @@ func expectManagerReplicasReady(ctx context.Context) {
 		g.Expect(d.Status.Conditions).To(ContainElement(SatisfyAll(
 			HaveField("Type", appsv1.DeploymentAvailable), HaveField("Status", BeEquivalentTo("True")))))
 	}).WithContext(ctx).WithTimeout(rolloutTimeout).WithPolling(time.Second).Should(Succeed(),
-		func() string {
-			out, _ := kubectl(ctx, "", "-n", installNamespace, "describe", "pods")
-			return "kubectl describe pods -n " + installNamespace + ":\n" + out
-		})
+		func() string { return keepFailure(ctx, "install-rollout", managerPodsReport(ctx)) })
 
 	By("checking one of the pods holds the leader-election Lease")
 	pods, err := clientset.CoreV1().Pods(installNamespace).List(ctx, metav1.ListOptions{
