@@ -2,10 +2,14 @@ package plugin
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
+
+	"github.com/parley-dev/parley/internal/plugin/render"
+	"github.com/parley-dev/parley/pkg/conversation"
 )
 
 func newExportCommand(o *Options) *cobra.Command {
@@ -67,17 +71,7 @@ The output goes to stdout, to -f FILE, or (claude) to the files under --dir.`,
 			}
 			switch {
 			case dir != "":
-				for _, f := range files {
-					path := filepath.Join(dir, filepath.FromSlash(f.Path))
-					if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-						return err
-					}
-					if err := os.WriteFile(path, f.Content, 0o600); err != nil {
-						return err
-					}
-					_, _ = fmt.Fprintln(o.out(), path)
-				}
-				return nil
+				return writeExportDir(o.out(), dir, files)
 			case len(files) > 1:
 				_, _ = fmt.Fprintf(o.err(), "warning: %d subagent transcript(s) not written; --dir DIR writes them all\n", len(files)-1)
 			}
@@ -93,4 +87,28 @@ The output goes to stdout, to -f FILE, or (claude) to the files under --dir.`,
 	cmd.Flags().StringVar(&cwd, "cwd", "", "claude, opencode: the working directory the session is resumed in (default: the one recorded)")
 	cmd.Flags().StringVar(&sessionID, "session-id", "", "claude, opencode: the session id to write (default: the conversation's)")
 	return cmd
+}
+
+// writeExportDir writes the files under dir and prints their paths. The paths hold the
+// session and agent ids, which the history's writers chose: pkg/conversation refuses an id
+// that is not one path component, and a path that would still leave dir is refused here
+// before anything is written. A path is printed as text (render.Printable), as an id may
+// hold control characters.
+func writeExportDir(out io.Writer, dir string, files []conversation.ExportedFile) error {
+	for _, f := range files {
+		if !filepath.IsLocal(filepath.FromSlash(f.Path)) {
+			return fmt.Errorf("the export would write %q outside --dir", f.Path)
+		}
+	}
+	for _, f := range files {
+		path := filepath.Join(dir, filepath.FromSlash(f.Path))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, f.Content, 0o600); err != nil {
+			return err
+		}
+		_, _ = fmt.Fprintln(out, render.Printable(path))
+	}
+	return nil
 }

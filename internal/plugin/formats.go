@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/parley-dev/parley/internal/plugin/render"
 	"github.com/parley-dev/parley/pkg/conversation"
 )
 
@@ -37,8 +38,21 @@ type exportOptions struct {
 
 // exportFiles renders the state in a format. Every format but claude is one file (path "");
 // claude gives the main transcript first, then one file per subagent, at paths relative to
-// a CLAUDE_CONFIG_DIR.
+// a CLAUDE_CONFIG_DIR. Every format is JSON, written with the code points that could drive
+// or disguise a terminal as escapes (render.JSON): the same data for every reader.
 func exportFiles(s *conversation.State, format string, opts exportOptions) ([]conversation.ExportedFile, error) {
+	files, err := encodeFormat(s, format, opts)
+	if err != nil {
+		return nil, err
+	}
+	for i := range files {
+		files[i].Content = render.JSON(files[i].Content)
+	}
+	return files, nil
+}
+
+// encodeFormat is the state in a format, as pkg/conversation's exporters write it.
+func encodeFormat(s *conversation.State, format string, opts exportOptions) ([]conversation.ExportedFile, error) {
 	one := func(b []byte, err error) ([]conversation.ExportedFile, error) {
 		if err != nil {
 			return nil, err

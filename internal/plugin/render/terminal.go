@@ -24,10 +24,9 @@ func (t terminalText) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Printable is s with every control character but newline and tab, every bidi embedding,
-// override or isolate, and every byte that is not UTF-8 replaced by a visible stand-in:
-// C0 controls and DEL by their Unicode control pictures (ESC is ␛), the others by \uXXXX,
-// invalid bytes by U+FFFD.
+// Printable is s with every code point that disguises (see disguises) but newline and tab,
+// and every byte that is not UTF-8, replaced by a visible stand-in: C0 controls and DEL by
+// their Unicode control pictures (ESC is ␛), the others by \uXXXX, invalid bytes by U+FFFD.
 func Printable(s string) string {
 	if !needsReplacing(s) {
 		return s
@@ -46,7 +45,7 @@ func Printable(s string) string {
 			b.WriteRune(0x2400 + r) // ␀ … ␟
 		case r == 0x7f:
 			b.WriteRune('␡')
-		case unicode.IsControl(r) || isBidiControl(r):
+		case disguises(r):
 			fmt.Fprintf(&b, `\u%04x`, r)
 		default:
 			b.WriteRune(r)
@@ -62,15 +61,19 @@ func needsReplacing(s string) bool {
 				return true
 			}
 		}
-		if (unicode.IsControl(r) && r != '\n' && r != '\t') || isBidiControl(r) {
+		if disguises(r) && r != '\n' && r != '\t' {
 			return true
 		}
 	}
 	return false
 }
 
-// isBidiControl: the embeddings and overrides (U+202A–U+202E) and isolates (U+2066–U+2069)
-// that reorder the text around them.
-func isBidiControl(r rune) bool {
-	return r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069
+// disguises reports whether r, written raw, can make a terminal show something other than
+// the text: a control character (C0, DEL, C1: ESC and the 8-bit CSI start escape sequences,
+// a carriage return writes over a line), a bidi control (the embeddings, overrides and
+// isolates, and the marks LRM, RLM and ALM) that shows the text around it in another order
+// or hides where it is, or a line or paragraph separator (U+2028, U+2029) that some
+// terminals and editors break the line at. Printable and JSON replace these code points.
+func disguises(r rune) bool {
+	return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) || r == '\u2028' || r == '\u2029'
 }
