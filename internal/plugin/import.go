@@ -24,7 +24,7 @@ import (
 	"github.com/parley-dev/parley/pkg/wire"
 )
 
-// Request bounds of an import: under the Session API's 500 items and 4 MiB per request.
+// Request bounds of an import: under the Session API's 500 messages and 4 MiB per request.
 const (
 	importMaxBatch = 200
 	importMaxBytes = 2 << 20
@@ -213,8 +213,8 @@ func (o *Options) importTranscript(ctx context.Context, t target, tr *importFile
 // Against a manager without that endpoint it falls back to messages and reducer events, and
 // says so: carried is false then.
 func (o *Options) appendState(ctx context.Context, api *parleyclient.Client, t target, tr *importFile, progress string) (carried bool, err error) {
-	parts := importParts(&tr.state, importMaxBatch, importMaxBytes)
-	weight := func(p *conversation.State) int { return max(1, len(p.Messages)+len(p.Subagents)) }
+	parts := importParts(&tr.state, importPartLimits)
+	weight := func(p *conversation.State) int { return max(1, wire.ImportItems(p)) }
 	total := 0
 	for i := range parts {
 		total += weight(&parts[i])

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -356,19 +357,31 @@ func TestImportPartsKeepTheRecordsOrder(t *testing.T) {
 	busy.Records = append([]conversation.RawRecord{
 		raw("", "", "first"), raw(m[2].ID, "", "after-2"), raw(m[0].ID, "", "after-0"), raw("sub-msg", "a9b844f", "in-thread"),
 		raw(m[2].ID, "", "after-2-again"), raw(m[len(m)-1].ID, "", "after-last"),
+		raw("sub-msg-2", "a9b844f", "in-thread-2"), raw("sub-msg", "a9b844f", "in-thread-again"),
 	}, busy.Records...)
 	busy.Adapters = conversation.AdapterStates{&conversation.ClaudeAgentSDKState{SessionID: "sdk"}}
 	busy.CWD = "/work"
 
-	for name, s := range map[string]*conversation.State{"claude": &claude.state, "opencode": &oc.state, "records everywhere": &busy} {
+	// Many small records after one message, in a thread and before any message: more than a
+	// part holds.
+	many := claude.state
+	many.Records = slices.Clone(many.Records)
+	for i := range 3 * wire.MaxImportItems / 2 {
+		many.Records = append(many.Records, raw(m[i%2].ID, "", "progress"), raw("", "", "queue"), raw("sub-msg", "a9b844f", "in-thread"))
+	}
+
+	for name, s := range map[string]*conversation.State{"claude": &claude.state, "opencode": &oc.state, "records everywhere": &busy, "many records": &many} {
 		whole, err := journal.StateRecords(s, "x:")
 		must(t, err)
-		for _, limits := range [][2]int{{1, 1 << 20}, {2, 1 << 20}, {500, 300}, {500, 2 << 20}} {
+		for _, limits := range []importLimits{{1, 1 << 20, 1 << 20}, {2, 1 << 20, 1 << 20}, {500, 1 << 20, 300}, {500, 2, 1 << 20}, {3, 5, 1 << 20}, importPartLimits} {
 			var got []string
-			parts := importParts(s, limits[0], limits[1])
+			parts := importParts(s, limits)
 			for i := range parts {
-				if len(parts[i].Messages) > limits[0] {
-					t.Fatalf("%s: part %d holds %d messages", name, i, len(parts[i].Messages))
+				if n := len(parts[i].Messages); n > limits.messages {
+					t.Fatalf("%s: part %d holds %d messages", name, i, n)
+				}
+				if n := wire.ImportItems(&parts[i]); n > limits.items {
+					t.Fatalf("%s: part %d holds %d items", name, i, n)
 				}
 				recs, err := journal.StateRecords(&parts[i], fmt.Sprintf("p%d:", i))
 				must(t, err)

@@ -10,14 +10,6 @@ import (
 	"github.com/parley-dev/parley/pkg/wire"
 )
 
-// maxImportItems bounds the messages, transcript records, subagent threads and adapter
-// reports of one import part. Each becomes a history record far larger than the
-// few bytes the smallest item takes in a body (its id, envelope and encoding), so the body
-// bound alone would let one part make hundreds of thousands of records and cost the replica
-// many times its size in memory. Real transcript items are hundreds of bytes: a part of the
-// most a body holds stays under this.
-const maxImportItems = 20_000
-
 // importID keeps the records' ids short and readable: a digest, a name.
 var importID = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
@@ -42,9 +34,9 @@ func (s *Server) appendImport(w http.ResponseWriter, r *http.Request, req *reque
 	if n := len(st.Messages); n > s.limits().MaxBatch {
 		return problem(413, wire.ProblemTooLarge, "Content Too Large", fmt.Sprintf("%d messages in one part; at most %d", n, s.limits().MaxBatch))
 	}
-	if n := importItems(&st); n > maxImportItems {
+	if n := wire.ImportItems(&st); n > wire.MaxImportItems {
 		return problem(413, wire.ProblemTooLarge, "Content Too Large",
-			fmt.Sprintf("%d items in one part (messages, transcript records, subagent threads, adapter reports); at most %d", n, maxImportItems))
+			fmt.Sprintf("%d items in one part (messages, transcript records, subagent threads, adapter reports); at most %d", n, wire.MaxImportItems))
 	}
 	if err := st.Validate(); err != nil {
 		return problem(422, wire.ProblemInvalid, "Unprocessable Content", err.Error())
@@ -63,10 +55,4 @@ func (s *Server) appendImport(w http.ResponseWriter, r *http.Request, req *reque
 	}
 	writeJSON(w, http.StatusOK, wire.ImportResponse{Sequences: seqs})
 	return nil
-}
-
-// importItems counts the items of a part that each become a history record (a subagent
-// thread is one, with its messages and its own subagents).
-func importItems(st *conversation.State) int {
-	return len(st.Messages) + len(st.Records) + len(st.Subagents) + len(st.Adapters)
 }

@@ -5,22 +5,24 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/parley-dev/parley/pkg/wire"
 )
 
 // An import part of many tiny items (a transcript's records, subagent threads) fits in
 // a body yet would become as many history records, each far larger than the item it came
-// from: a part is refused with 413 past maxImportItems, before any record is made or stored,
-// and one at the bound is taken.
+// from: a part is refused with 413 past wire.MaxImportItems, before any record is made or
+// stored, and one at the bound is taken.
 func TestImportPartOfTooManyItemsIsRefused(t *testing.T) {
 	repeat := func(item string, n int) string { return strings.TrimSuffix(strings.Repeat(item+",", n), ",") }
 	for name, tc := range map[string]struct {
 		state string
 		want  int
 	}{
-		"records past the bound":               {`{"records":[` + repeat(`{"raw":1}`, maxImportItems+1) + `]}`, http.StatusRequestEntityTooLarge},
-		"subagent threads past it":             {`{"subagents":[` + repeat(`{}`, maxImportItems+1) + `]}`, http.StatusRequestEntityTooLarge},
-		"records and threads past it together": {`{"records":[` + repeat(`{"raw":1}`, maxImportItems/2) + `],"subagents":[` + repeat(`{}`, maxImportItems/2+1) + `]}`, http.StatusRequestEntityTooLarge},
-		"records at the bound":                 {`{"records":[` + repeat(`{"raw":1}`, maxImportItems) + `]}`, http.StatusOK},
+		"records past the bound":               {`{"records":[` + repeat(`{"raw":1}`, wire.MaxImportItems+1) + `]}`, http.StatusRequestEntityTooLarge},
+		"subagent threads past it":             {`{"subagents":[` + repeat(`{}`, wire.MaxImportItems+1) + `]}`, http.StatusRequestEntityTooLarge},
+		"records and threads past it together": {`{"records":[` + repeat(`{"raw":1}`, wire.MaxImportItems/2) + `],"subagents":[` + repeat(`{}`, wire.MaxImportItems/2+1) + `]}`, http.StatusRequestEntityTooLarge},
+		"records at the bound":                 {`{"records":[` + repeat(`{"raw":1}`, wire.MaxImportItems) + `]}`, http.StatusOK},
 	} {
 		t.Run(name, func(t *testing.T) {
 			srv, _ := testServer(t)

@@ -173,6 +173,21 @@ type ImportRequest struct {
 	State conversation.State `json:"state"`
 }
 
+// MaxImportItems bounds the items of one import part (ImportItems): a part past it is refused
+// with 413. Each item becomes a history record far larger than the few bytes the smallest
+// item takes in a body (its id, envelope and encoding), so the body bound alone would let
+// one part make hundreds of thousands of records and cost the replica many times its size
+// in memory. Real transcript items are hundreds of bytes: a part of the most a body holds
+// stays under this. A client cuts its parts by this count as well as by bytes.
+const MaxImportItems = 20_000
+
+// ImportItems counts the items of an import part that each become a history record: its
+// messages, transcript records, subagent threads (one each, with their messages and their
+// own subagents) and adapter reports.
+func ImportItems(st *conversation.State) int {
+	return len(st.Messages) + len(st.Records) + len(st.Subagents) + len(st.Adapters)
+}
+
 // ImportResponse answers once every record of the part is durable.
 type ImportResponse struct {
 	Sequences []uint64 `json:"sequences"`

@@ -425,6 +425,37 @@ func TestImportAndExportClaude(t *testing.T) {
 	}
 }
 
+// A transcript of many small lines that are no message (progress, queue operations) fits in
+// a few request bodies but holds more items than the Session API takes in one import part:
+// the plugin cuts its parts by count too, and the history holds every line.
+func TestImportOfManySmallRecords(t *testing.T) {
+	ctx := context.Background()
+	u := newUser(t, "get", "create")
+	const session = "5d3c2b1a-0f9e-4d8c-a7b6-112233445566"
+	records := wire.MaxImportItems + wire.MaxImportItems/4
+	var b strings.Builder
+	b.WriteString(`{"type":"user","uuid":"aaaaaaaa-0000-4000-8000-000000000001","parentUuid":null,"sessionId":"` + session + `","message":{"role":"user","content":"go"}}` + "\n")
+	b.WriteString(`{"type":"assistant","uuid":"aaaaaaaa-0000-4000-8000-000000000002","parentUuid":"aaaaaaaa-0000-4000-8000-000000000001","sessionId":"` + session + `","message":{"id":"msg_1","role":"assistant","content":[{"type":"text","text":"done"}]}}` + "\n")
+	for i := range records {
+		fmt.Fprintf(&b, `{"type":"progress","n":%d}`+"\n", i)
+	}
+	file := filepath.Join(t.TempDir(), session+".jsonl")
+	must(t, os.WriteFile(file, []byte(b.String()), 0o600))
+
+	_, _, err := u.kp(ctx, "import", file, "many", "--format", "claude")
+	must(t, err)
+	st, err := u.direct(t).State(ctx, u.ns, "many")
+	must(t, err)
+	if got := len(st.State.Records); len(st.State.Messages) != 2 || got != records {
+		t.Fatalf("the history holds %d messages and %d records, want 2 and %d", len(st.State.Messages), got, records)
+	}
+	for i, r := range st.State.Records {
+		if want := fmt.Sprintf(`{"type":"progress","n":%d}`, i); string(r.Raw) != want {
+			t.Fatalf("record %d is %s, want %s", i, r.Raw, want)
+		}
+	}
+}
+
 func TestImportAndExportOpenCode(t *testing.T) {
 	ctx := context.Background()
 	u := newUser(t, "get", "create")
