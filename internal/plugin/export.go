@@ -28,7 +28,9 @@ exporters (what an import kept is written back: docs/transcripts.md):
   openai    an OpenAI chat completions messages array
   opencode  an OpenCode session export
 
-The output goes to stdout, to -f FILE, or (claude) to the files under --dir.`,
+The output goes to stdout, to -f FILE, or (claude) to the files under --dir. Control
+characters, bidi controls and line separators in the history are written as \uXXXX escapes
+in every format: the same text for every JSON reader, and nothing a terminal acts on.`,
 		Example: `  # Neutral JSONL, to use as another Conversation's seed
   kubectl parley export my-agent > seed.jsonl
 
