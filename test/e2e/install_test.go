@@ -121,9 +121,13 @@ func prepareManagerInstall(ctx context.Context) {
 		Expect(err).NotTo(HaveOccurred())
 		managerImageImported = true
 	}
-	// make run-local's host-run manager is reached through an endpoint naming this host; the
-	// aggregator would pick it beside the installed pods' endpoints.
-	out, err := kubectl(ctx, "", "-n", installNamespace, "delete", "endpointslice", "-l", hostEndpointSelector, "--ignore-not-found")
+	// make run-local (a host-run manager) applies some of the install's objects itself: the
+	// APIService, the Session API Service with an endpoint naming this host, the agent
+	// ClusterRole. Helm refuses to take over objects it did not make, and the aggregator would
+	// pick the host's endpoint beside the installed pods'; the uninstall removes them all (the
+	// namespace with the endpoint), as docs/development.md tells a user to.
+	By("removing what an earlier install or make run-local left (the documented kubectl uninstall)")
+	out, err := kubectl(ctx, "", kubectlUninstall...)
 	Expect(err).NotTo(HaveOccurred(), out)
 }
 
