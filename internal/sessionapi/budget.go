@@ -44,7 +44,26 @@ func (b *budget) acquire(key string, n int64) refusal {
 	return admitted
 }
 
-// release gives back what acquire took.
+// acquireAlone is acquire, except that an amount larger than a bound is taken while nothing
+// is held under that bound: one answer larger than the bounds is still served, alone.
+func (b *budget) acquireAlone(key string, n int64) refusal {
+	if b == nil {
+		return admitted
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case b.perKey > 0 && b.byKey[key] > 0 && b.byKey[key]+n > b.perKey:
+		return overKey
+	case b.total > 0 && b.used > 0 && b.used+n > b.total:
+		return overTotal
+	}
+	b.used += n
+	b.byKey[key] += n
+	return admitted
+}
+
+// release gives back what acquire or acquireAlone took.
 func (b *budget) release(key string, n int64) {
 	if b == nil {
 		return

@@ -40,6 +40,12 @@ type Limits struct {
 	// Content-Length, or MaxBodyBytes when it has none.
 	BodyBytesInFlight            int64
 	BodyBytesInFlightPerIdentity int64
+	// AnswerBytesInFlight and AnswerBytesInFlightPerIdentity bound the encoded answers held
+	// while they are written to clients (503 and 429 past them): a client that never reads
+	// holds its answer until the write times out. One answer larger than a bound is served
+	// while nothing else is held under it.
+	AnswerBytesInFlight            int64
+	AnswerBytesInFlightPerIdentity int64
 	// FollowsPerIdentity and FollowsPerConversation bound open follow streams (429 past them).
 	FollowsPerIdentity     int
 	FollowsPerConversation int
@@ -58,6 +64,7 @@ var DefaultLimits = Limits{
 	PerIdentity:     Rate{PerSecond: 2000, Burst: 4000},
 	InFlight:        512, InFlightPerIdentity: 128,
 	BodyBytesInFlight: 128 << 20, BodyBytesInFlightPerIdentity: 32 << 20,
+	AnswerBytesInFlight: 128 << 20, AnswerBytesInFlightPerIdentity: 32 << 20,
 	FollowsPerIdentity: 16, FollowsPerConversation: 8,
 	FollowReauthorize: 30 * time.Second,
 }
@@ -74,6 +81,8 @@ func (l Limits) withDefaults() Limits {
 	fill(&l.InFlightPerIdentity, d.InFlightPerIdentity)
 	fill(&l.BodyBytesInFlight, d.BodyBytesInFlight)
 	fill(&l.BodyBytesInFlightPerIdentity, d.BodyBytesInFlightPerIdentity)
+	fill(&l.AnswerBytesInFlight, d.AnswerBytesInFlight)
+	fill(&l.AnswerBytesInFlightPerIdentity, d.AnswerBytesInFlightPerIdentity)
 	fill(&l.FollowsPerIdentity, d.FollowsPerIdentity)
 	fill(&l.FollowsPerConversation, d.FollowsPerConversation)
 	fill(&l.FollowReauthorize, d.FollowReauthorize)
@@ -113,6 +122,10 @@ func (l *Limits) Flags(fs *flag.FlagSet) {
 		"Request body bytes a replica receives and decodes at once, each body counted at its Content-Length or the 4 MiB body limit (503 past it).")
 	fs.Int64Var(&l.BodyBytesInFlightPerIdentity, "session-api-max-body-bytes-in-flight-per-identity", d.BodyBytesInFlightPerIdentity,
 		"Request body bytes of one identity received and decoded at once (429 past it).")
+	fs.Int64Var(&l.AnswerBytesInFlight, "session-api-max-answer-bytes-in-flight", d.AnswerBytesInFlight,
+		"Encoded answer bytes a replica holds at once while clients read them (503 past it; one larger answer is served alone).")
+	fs.Int64Var(&l.AnswerBytesInFlightPerIdentity, "session-api-max-answer-bytes-in-flight-per-identity", d.AnswerBytesInFlightPerIdentity,
+		"Encoded answer bytes of one identity held at once while it reads them (429 past it; one larger answer is served alone).")
 	fs.IntVar(&l.FollowsPerIdentity, "session-api-max-follows-per-identity", d.FollowsPerIdentity,
 		"Open follow streams (GET messages?follow=true) of one identity (429 past it).")
 	fs.IntVar(&l.FollowsPerConversation, "session-api-max-follows-per-conversation", d.FollowsPerConversation,

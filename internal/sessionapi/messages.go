@@ -40,8 +40,9 @@ func (s *Server) withView(r *http.Request, req *request, fn func(v *journal.View
 // answerFromView answers 200 with what fn makes of the view: encoded while the view is held
 // (it may reference the view's own slices), written after it is released. A client that does
 // not read its answer then holds only its own request, never the conversation: its appends,
-// reconcile and compaction go on. The buffer is the size of the answer, which the history's
-// own size limit bounds, and lives as long as the write.
+// reconcile and compaction go on. The buffer is the size of the answer and lives as long as
+// the write, so it is held only within the answer budgets (429 or 503 past them): clients
+// that never read cannot pile up answers until the replica runs out of memory.
 func (s *Server) answerFromView(w http.ResponseWriter, r *http.Request, req *request, fn func(v *journal.View) (any, *wire.Problem)) *wire.Problem {
 	var body bytes.Buffer
 	p := s.withView(r, req, func(v *journal.View) *wire.Problem {
@@ -57,6 +58,11 @@ func (s *Server) answerFromView(w http.ResponseWriter, r *http.Request, req *req
 	if p != nil {
 		return p
 	}
+	id, n := req.caller.identity(), int64(body.Len())
+	if p := refused(s.answers.acquireAlone(id, n), "answer bytes"); p != nil {
+		return p
+	}
+	defer s.answers.release(id, n)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body.Bytes())

@@ -71,9 +71,9 @@ type Server struct {
 	init sync.Once
 	lim  Limits
 	// The limits' state: request rates per conversation and per identity, requests and body
-	// bytes in flight, open follow streams per identity and per conversation.
+	// bytes in flight, answer bytes being written, open follow streams per identity and per conversation.
 	conversations, identities *keyedLimiter
-	requests, bodies          *budget
+	requests, bodies, answers *budget
 	identityStreams           *budget
 	conversationStreams       *budget
 }
@@ -85,6 +85,7 @@ func (s *Server) setup() {
 		s.identities = newKeyedLimiter(s.lim.PerIdentity, maxLimiterKeys, clockFunc(s.clock))
 		s.requests = newBudget(int64(s.lim.InFlight), int64(s.lim.InFlightPerIdentity))
 		s.bodies = newBudget(s.lim.BodyBytesInFlight, s.lim.BodyBytesInFlightPerIdentity)
+		s.answers = newBudget(s.lim.AnswerBytesInFlight, s.lim.AnswerBytesInFlightPerIdentity)
 		s.identityStreams = newBudget(0, int64(s.lim.FollowsPerIdentity))
 		s.conversationStreams = newBudget(0, int64(s.lim.FollowsPerConversation))
 	})

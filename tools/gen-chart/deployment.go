@@ -89,6 +89,8 @@ var sessionAPILimitArgs = [][3]string{
 	{"maxInFlightPerIdentity", "session-api-max-in-flight-per-identity", "int"},
 	{"maxBodyBytesInFlight", "session-api-max-body-bytes-in-flight", "int64"},
 	{"maxBodyBytesInFlightPerIdentity", "session-api-max-body-bytes-in-flight-per-identity", "int64"},
+	{"maxAnswerBytesInFlight", "session-api-max-answer-bytes-in-flight", "int64"},
+	{"maxAnswerBytesInFlightPerIdentity", "session-api-max-answer-bytes-in-flight-per-identity", "int64"},
 	{"maxFollowsPerIdentity", "session-api-max-follows-per-identity", "int"},
 	{"maxFollowsPerConversation", "session-api-max-follows-per-conversation", "int"},
 	{"followReauthorize", "session-api-follow-reauthorize", ""},

@@ -90,6 +90,8 @@ sessionAPI:
     maxInFlightPerIdentity:
     maxBodyBytesInFlight:
     maxBodyBytesInFlightPerIdentity:
+    maxAnswerBytesInFlight:
+    maxAnswerBytesInFlightPerIdentity:
     maxFollowsPerIdentity:
     maxFollowsPerConversation:
     followReauthorize:
