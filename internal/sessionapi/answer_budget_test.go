@@ -1,9 +1,14 @@
 package sessionapi
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -89,5 +94,135 @@ func TestAnswersHeldAreBounded(t *testing.T) {
 				t.Errorf("a read once the answer was written: %d, want 200: the budget was not given back", after.Code)
 			}
 		})
+	}
+}
+
+// holdAnswer starts a read by token that never reads its answer, and returns once the
+// answer waits to be written; release lets it be written.
+func holdAnswer(t *testing.T, h http.Handler, token, path string) (release func()) {
+	t.Helper()
+	stuck := &stuckWriter{header: http.Header{}, blocked: make(chan struct{}), release: make(chan struct{})}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		r := httptest.NewRequest(http.MethodGet, "/v1/namespaces/ns/conversations/c"+path, http.NoBody)
+		r.Header.Set("Authorization", "Bearer "+token)
+		h.ServeHTTP(stuck, r)
+	}()
+	select {
+	case <-stuck.blocked:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the read never wrote its answer")
+	}
+	var once sync.Once
+	release = func() { once.Do(func() { close(stuck.release); <-served }) }
+	t.Cleanup(release)
+	return release
+}
+
+// followIDs opens a follow stream as token and sends the id of every message event it reads.
+func followIDs(t *testing.T, url, token, query string) <-chan string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(cancel)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/v1/namespaces/ns/conversations/c/messages?follow=true"+query, http.NoBody)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("the follow answered %d", res.StatusCode)
+	}
+	ids := make(chan string, 100)
+	go func() {
+		defer func() { _ = res.Body.Close() }()
+		lines := bufio.NewScanner(res.Body)
+		for lines.Scan() {
+			if id, ok := strings.CutPrefix(lines.Text(), "id: "); ok {
+				ids <- id
+			}
+		}
+	}()
+	return ids
+}
+
+// TestFollowBatchesAreHeldWithinTheAnswerBudget: what a follow stream writes counts toward
+// the answer budgets as a read's answer does: while the identity's share is held by an answer
+// its client does not read, its stream sends nothing, and goes on once the answer is written.
+func TestFollowBatchesAreHeldWithinTheAnswerBudget(t *testing.T) {
+	srv, _ := testServer(t)
+	srv.Auth, srv.Limits = tokenUsers(), Limits{AnswerBytesInFlightPerIdentity: 1}
+	h := srv.Handler()
+	web := httptest.NewServer(h)
+	t.Cleanup(web.Close)
+
+	release := holdAnswer(t, h, "alice", "/messages")
+	ids := followIDs(t, web.URL, "alice", "")
+	select {
+	case id := <-ids:
+		t.Fatalf("the stream sent message %s while the identity's answer budget was held", id)
+	case <-time.After(time.Second):
+	}
+	release()
+	for want := 1; want <= 4; want++ {
+		select {
+		case id := <-ids:
+			if id != strconv.Itoa(want) {
+				t.Fatalf("message %s, want %d", id, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("message %d never came once the answer was written", want)
+		}
+	}
+}
+
+// TestFollowSendsAPageAtATime: a stream starting far behind sends the history a page at a
+// time, so one batch never holds more than a page read would: with room in the replica's
+// answer budget for about one message beside an answer held, it still sends every message.
+func TestFollowSendsAPageAtATime(t *testing.T) {
+	srv, _ := testServer(t)
+	srv.Auth = tokenUsers()
+	h := srv.Handler()
+	text := strings.Repeat("x", 4<<10)
+	var msgs []string
+	for i := range 4 {
+		msgs = append(msgs, fmt.Sprintf(`{"id":"big%d","role":"user","blocks":[{"type":"text","text":%q}]}`, i, text))
+	}
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodPost, "/v1/namespaces/ns/conversations/c/messages",
+		strings.NewReader(`{"messages":[`+strings.Join(msgs, ",")+`]}`))
+	req.Header.Set("Authorization", "Bearer writer")
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("appending: %d %s", rec.Code, rec.Body)
+	}
+	page := httptest.NewRecorder()
+	req = httptest.NewRequest(http.MethodGet, "/v1/namespaces/ns/conversations/c/messages?after=4&limit=1", http.NoBody)
+	req.Header.Set("Authorization", "Bearer writer")
+	h.ServeHTTP(page, req)
+	one := int64(page.Body.Len())
+
+	// A fresh server (the same history) whose budget holds an answer of one message and
+	// about one more message: the four together do not fit.
+	srv2 := &Server{Reader: srv.Reader, Writer: srv.Writer, Sessions: srv.Sessions, Auth: tokenUsers(),
+		Limits: Limits{MaxPage: 1, AnswerBytesInFlight: 2*one + 100}}
+	h2 := srv2.Handler()
+	web := httptest.NewServer(h2)
+	t.Cleanup(web.Close)
+	holdAnswer(t, h2, "bob", "/messages?after=4&limit=1")
+	ids := followIDs(t, web.URL, "alice", "&after=4")
+	for want := 5; want <= 8; want++ {
+		select {
+		case id := <-ids:
+			if id != strconv.Itoa(want) {
+				t.Fatalf("message %s, want %d", id, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("message %d never came: the stream's batch did not fit the budget", want)
+		}
 	}
 }

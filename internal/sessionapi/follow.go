@@ -53,13 +53,16 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, req *request) *w
 var errStreamDone = errors.New("stream ended")
 
 // stream writes new messages until the client goes, the epoch moves or the stream is too old.
+// A batch holds at most a page of messages and is written only within the answer budgets, as
+// a read's answer is; a batch they refuse waits for the next poll.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *request, rc *http.ResponseController, after uint64) error {
 	deadline := time.Now().Add(followMaxDuration)
 	epoch := uint64(0)
+	id, page := req.caller.identity(), s.limits().MaxPage
 	for first := true; ; first = false {
 		var batch []json.RawMessage
 		var seqs []uint64
-		moved := false
+		moved, more := false, false
 		p := s.withView(r, req, func(v *journal.View) *wire.Problem {
 			if first {
 				epoch = v.Epoch
@@ -70,7 +73,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *request, rc
 			}
 			msgs := v.State.Messages
 			i := sort.Search(len(msgs), func(i int) bool { return uint64(msgs[i].Seq) > after })
-			for ; i < len(msgs); i++ {
+			end := min(len(msgs), i+page)
+			more = end < len(msgs)
+			for ; i < end; i++ {
 				data, err := json.Marshal(&msgs[i])
 				if err != nil {
 					continue
@@ -88,17 +93,18 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *request, rc
 			_ = rc.Flush()
 			return errStreamDone
 		}
-		for i := range batch {
-			if _, err := fmt.Fprintf(w, "id: %d\nevent: message\ndata: %s\n\n", seqs[i], batch[i]); err != nil {
-				return err
-			}
-			after = seqs[i]
-		}
-		if err := rc.Flush(); err != nil {
+		written, err := s.writeBatch(w, rc, id, batch, seqs)
+		if err != nil {
 			return err
+		}
+		if written {
+			after = seqs[len(seqs)-1]
 		}
 		if time.Now().After(deadline) {
 			return errStreamDone
+		}
+		if written && more {
+			continue
 		}
 		select {
 		case <-r.Context().Done():
@@ -106,4 +112,32 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *request, rc
 		case <-time.After(followPoll):
 		}
 	}
+}
+
+// writeBatch writes a batch of messages as events, if the answer budgets hold it, and
+// flushes the stream (an empty batch too: a client gone is noticed).
+func (s *Server) writeBatch(w http.ResponseWriter, rc *http.ResponseController, id string, batch []json.RawMessage, seqs []uint64) (written bool, err error) {
+	if len(batch) > 0 {
+		n := batchBytes(batch)
+		if s.answers.acquireAlone(id, n) != admitted {
+			return false, rc.Flush()
+		}
+		defer s.answers.release(id, n)
+		for i := range batch {
+			if _, err := fmt.Fprintf(w, "id: %d\nevent: message\ndata: %s\n\n", seqs[i], batch[i]); err != nil {
+				return false, err
+			}
+		}
+		written = true
+	}
+	return written, rc.Flush()
+}
+
+// batchBytes is what a batch holds.
+func batchBytes(batch []json.RawMessage) int64 {
+	var n int64
+	for _, b := range batch {
+		n += int64(len(b))
+	}
+	return n
 }
