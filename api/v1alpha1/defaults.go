@@ -33,6 +33,9 @@ const (
 	DefaultConfigMapMaxBytes = 8 << 20
 	// DefaultObjectStoreMaxBytes is 64Mi.
 	DefaultObjectStoreMaxBytes = 64 << 20
+	// MaxHistoryBytes is the most objectStore.maxBytes may be (256Mi, the CRD's rule; the
+	// ConfigMap ceiling is lower): no store keeps an epoch of more payload.
+	MaxHistoryBytes = 256 << 20
 )
 
 // IsSuspended is spec.suspend (default false).

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
+
 	"github.com/parley-dev/parley/pkg/conversation"
 	"github.com/parley-dev/parley/pkg/conversation/tokens"
 	"github.com/parley-dev/parley/pkg/history"
@@ -39,9 +41,16 @@ type View struct {
 	baseCount int            // CountState of the state without messages
 	msgCount  []int          // CountMessage of each main-thread message, aligned with State.Messages
 	total     int
+	// payload counts the bytes of the entries folded into this epoch. A store's index declares
+	// the epoch's bytes (Bytes), but whoever writes the bucket, or answers for it, chooses
+	// those: what was read is counted here instead.
+	payload int64
 	// tx holds the agent's transcript lines once the epoch has one (transcript_fold.go).
 	tx *transcriptFold
 }
+
+// maxEpochPayload is the most record bytes a view folds from one epoch (a variable for tests).
+var maxEpochPayload int64 = parleyv1alpha1.MaxHistoryBytes
 
 // NewView returns the view of an empty epoch. counter may be nil (no token counts).
 func NewView(sessionID string, counter tokens.Counter) *View {
@@ -49,6 +58,10 @@ func NewView(sessionID string, counter tokens.Counter) *View {
 	v.recountBase()
 	return v
 }
+
+// heldBytes is what the view counts for in the cache's budget: the bytes it folded, or the
+// epoch's declared bytes when more (entries of the epoch it has not read yet).
+func (v *View) heldBytes() int64 { return max(v.Bytes, v.payload) }
 
 // Tokens is what the conversation costs in the model's context: the system prompt, the main
 // thread's messages and the reply priming, as counter measures them.
@@ -122,6 +135,13 @@ func (v *View) Apply(e history.Entry) error {
 func (v *View) foldOne(e history.Entry) error {
 	if e.Seq <= v.Sequence {
 		return fmt.Errorf("journal: entry %d applied after %d", e.Seq, v.Sequence)
+	}
+	// A hostile store may declare a small epoch and serve one without end: folding it would
+	// hold it all in memory. No store keeps more than MaxHistoryBytes, so past it the history
+	// is corrupt.
+	if v.payload += int64(len(e.Data)); v.payload > maxEpochPayload {
+		return fmt.Errorf("%w: epoch %d holds more than %d bytes of records at sequence %d, more than any history keeps",
+			history.ErrCorrupt, v.Epoch, maxEpochPayload, e.Seq)
 	}
 	env, err := decode(e)
 	if err != nil {

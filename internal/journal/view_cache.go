@@ -57,7 +57,7 @@ func (vs *Views) With(ctx context.Context, key, sessionID, tokenizer string, h h
 		return err
 	}
 	err = fn(e.view)
-	vs.account(key, e, e.view.Bytes)
+	vs.account(key, e, e.view.heldBytes())
 	return err
 }
 
@@ -93,7 +93,7 @@ func (vs *Views) FoldAt(key, sessionID, tokenizer string, entries []history.Entr
 		return false, nil
 	}
 	v.Bytes = head.Bytes
-	vs.account(key, e, v.Bytes)
+	vs.account(key, e, v.heldBytes())
 	if fn == nil {
 		return false, nil
 	}
