@@ -18,24 +18,7 @@ const stallBar = 2 * time.Second
 // stalledReaderDelaysNothing: a caller asks for a large answer and never reads it; appends to
 // the same conversation by another caller must not wait behind it.
 func stalledReaderDelaysNothing(ctx context.Context, t *testing.T, e *env) {
-	ns := e.namespace(ctx, t, "stall")
-	e.conversation(ctx, t, inBucket(ns, "big", e.store))
-	agent := e.agentToken(ctx, t, ns)
-	path := convPath(ns, "big")
-	text := strings.Repeat("x", 16<<10)
-	for i := range 10 { // 1,000 messages of 16 KiB
-		if res, body, err := e.do(ctx, http.MethodPost, path+"/messages", agent, appendBody(fmt.Sprintf("big%d", i), 100, text)); err != nil || res.StatusCode >= 300 {
-			t.Fatalf("filling the history: %v %v %.200s", err, res, body)
-		}
-	}
-	res, page, err := e.do(ctx, http.MethodGet, path+"/messages?limit=1000", agent, nil)
-	if err != nil || res.StatusCode != http.StatusOK {
-		t.Fatalf("a page of 1,000: %v %v", err, res)
-	}
-	t.Logf("a page of the history is %d MiB", len(page)>>20)
-	if len(page) < 8<<20 {
-		t.Fatalf("the page is %d bytes: too small to fill the socket buffers, the case tests nothing", len(page))
-	}
+	ns, path, agent := e.bigHistory(ctx, t, "stall")
 
 	if peak, err := e.proc.PeakRSS(); err == nil {
 		t.Logf("the manager's peak RSS while the history grew: %d MiB", peak>>20)
@@ -75,6 +58,32 @@ func stalledReaderDelaysNothing(ctx context.Context, t *testing.T, e *env) {
 	if slowest > stallBar {
 		t.Errorf("an append waited %s behind a reader that never reads (bar %s)", slowest.Round(time.Millisecond), stallBar)
 	}
+}
+
+// bigHistory makes a namespace of prefix with a conversation "big" whose first page (1,000
+// messages of 16 KiB) is far larger than socket buffers, and returns its namespace, its path
+// and an agent token of the namespace.
+func (e *env) bigHistory(ctx context.Context, t *testing.T, prefix string) (ns, path, agent string) {
+	t.Helper()
+	ns = e.namespace(ctx, t, prefix)
+	e.conversation(ctx, t, inBucket(ns, "big", e.store))
+	agent = e.agentToken(ctx, t, ns)
+	path = convPath(ns, "big")
+	text := strings.Repeat("x", 16<<10)
+	for i := range 10 {
+		if res, body, err := e.do(ctx, http.MethodPost, path+"/messages", agent, appendBody(fmt.Sprintf("big%d", i), 100, text)); err != nil || res.StatusCode >= 300 {
+			t.Fatalf("filling the history: %v %v %.200s", err, res, body)
+		}
+	}
+	res, page, err := e.do(ctx, http.MethodGet, path+"/messages?limit=1000", agent, nil)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("a page of 1,000: %v %v", err, res)
+	}
+	t.Logf("a page of the history is %d MiB", len(page)>>20)
+	if len(page) < 8<<20 {
+		t.Fatalf("the page is %d bytes: too small to fill the socket buffers, the case tests nothing", len(page))
+	}
+	return ns, path, agent
 }
 
 // neverReading is a TLS connection to the Session API with a small receive buffer, whose
