@@ -60,10 +60,16 @@ func (s *Server) admitRequest(r *http.Request, id string) (release func(), p *wi
 }
 
 // admitStream takes a follow stream's place among the identity's and the conversation's
-// open streams.
-func (s *Server) admitStream(id string, key types.NamespacedName) (release func(), p *wire.Problem) {
+// open streams. The conversation's own agent pod (a token bound to it: the binding was
+// checked) takes no place among the conversation's: readers who hold every one of them cannot
+// cut the agent off from its conversation. Its identity's bound still holds it.
+func (s *Server) admitStream(c *caller, key types.NamespacedName) (release func(), p *wire.Problem) {
+	id := c.identity()
 	if s.identityStreams.acquire(id, 1) != admitted {
 		return nil, problem(429, wire.ProblemOverloaded, "Too Many Requests", "this identity has too many follow streams open")
+	}
+	if c.podKey != "" {
+		return func() { s.identityStreams.release(id, 1) }, nil
 	}
 	if s.conversationStreams.acquire(key.String(), 1) != admitted {
 		s.identityStreams.release(id, 1)

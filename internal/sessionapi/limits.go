@@ -129,7 +129,7 @@ func (l *Limits) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&l.FollowsPerIdentity, "session-api-max-follows-per-identity", d.FollowsPerIdentity,
 		"Open follow streams (GET messages?follow=true) of one identity (429 past it).")
 	fs.IntVar(&l.FollowsPerConversation, "session-api-max-follows-per-conversation", d.FollowsPerConversation,
-		"Open follow streams of one conversation (429 past it).")
+		"Open follow streams of one conversation, its own agent pod's apart (429 past it).")
 	fs.DurationVar(&l.FollowReauthorize, "session-api-follow-reauthorize", d.FollowReauthorize,
 		"How often an open follow stream checks its token and access again; a revoked caller's stream ends within this plus the review cache's 10 s.")
 }

@@ -291,7 +291,7 @@ func (s *Server) checked(access Access, h handler, authn authentication, stream 
 			return
 		}
 		if stream {
-			release, p := s.admitStream(id, key)
+			release, p := s.admitStream(c, key)
 			if p != nil {
 				writeProblem(w, p, 0)
 				return

@@ -17,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 )
 
 // tokenUsers is an Authorizer whose every token is a user of its own name, allowed everything.
@@ -225,4 +227,56 @@ func TestFollowSendsAPageAtATime(t *testing.T) {
 			t.Fatalf("message %d never came: the stream's batch did not fit the budget", want)
 		}
 	}
+}
+
+// TestReadersCannotCutTheAgentOffItsConversation: readers holding every follow stream a
+// conversation allows leave its own agent pod's stream admitted (its identity's bound still
+// applies), while another reader's is 429.
+func TestReadersCannotCutTheAgentOffItsConversation(t *testing.T) {
+	srv, conv := testServer(t)
+	srv.Limits = Limits{FollowsPerConversation: 1}
+	conv.Status.Agent = &parleyv1alpha1.AgentStatus{PodName: "c-agent-1", PodUID: "pod-uid"}
+	if err := srv.Writer.Update(t.Context(), conv); err != nil {
+		t.Fatal(err)
+	}
+	srv.Auth = tokenUsers()
+	srv.Auth.Client = interceptor.NewClient(srv.Auth.Client.(client.WithWatch), interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if tr, ok := obj.(*authnv1.TokenReview); ok && tr.Spec.Token == "agent-pod" {
+				tr.Status = authnv1.TokenReviewStatus{Authenticated: true, Audiences: []string{"parley"}, User: authnv1.UserInfo{
+					Username: "system:serviceaccount:ns:agent", UID: "sa-uid",
+					Extra: map[string]authnv1.ExtraValue{extraPodName: {"c-agent-1"}, extraPodUID: {"pod-uid"}},
+				}}
+				return nil
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+	})
+	web := httptest.NewServer(srv.Handler())
+	t.Cleanup(web.Close)
+	followIDs(t, web.URL, "alice", "")
+	if code := followCode(t, web.URL, "bob"); code != http.StatusTooManyRequests {
+		t.Errorf("another reader's follow of a conversation whose streams are taken: %d, want 429", code)
+	}
+	if code := followCode(t, web.URL, "agent-pod"); code != http.StatusOK {
+		t.Errorf("the conversation's agent pod's follow while readers hold its streams: %d, want 200", code)
+	}
+}
+
+// followCode opens a follow stream as token and returns its status, closing the stream.
+func followCode(t *testing.T, url, token string) int {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/v1/namespaces/ns/conversations/c/messages?follow=true", http.NoBody)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = res.Body.Close() }()
+	return res.StatusCode
 }
