@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
-
 	"github.com/parley-dev/parley/pkg/conversation"
 	"github.com/parley-dev/parley/pkg/conversation/tokens"
 	"github.com/parley-dev/parley/pkg/history"

@@ -40,8 +40,10 @@ func (h *endlessEpoch) Read(_ context.Context, opts history.ReadOptions) (histor
 func TestViewFoldsNoMoreThanAnyHistoryKeeps(t *testing.T) {
 	defer func(was int64) { maxEpochPayload = was }(maxEpochPayload)
 	maxEpochPayload = 1 << 20
-	rec, err := MessageRecord(&conversation.Message{ID: "m", Role: conversation.RoleUser,
-		Blocks: []conversation.Block{{Type: conversation.BlockText, Text: strings.Repeat("x", 10<<10)}}})
+	rec, err := MessageRecord(&conversation.Message{
+		ID: "m", Role: conversation.RoleUser,
+		Blocks: []conversation.Block{{Type: conversation.BlockText, Text: strings.Repeat("x", 10<<10)}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

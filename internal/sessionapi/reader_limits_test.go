@@ -190,7 +190,7 @@ func TestFollowSendsAPageAtATime(t *testing.T) {
 	srv.Auth = tokenUsers()
 	h := srv.Handler()
 	text := strings.Repeat("x", 4<<10)
-	var msgs []string
+	msgs := make([]string, 0, 4)
 	for i := range 4 {
 		msgs = append(msgs, fmt.Sprintf(`{"id":"big%d","role":"user","blocks":[{"type":"text","text":%q}]}`, i, text))
 	}
@@ -210,8 +210,10 @@ func TestFollowSendsAPageAtATime(t *testing.T) {
 
 	// A fresh server (the same history) whose budget holds an answer of one message and
 	// about one more message: the four together do not fit.
-	srv2 := &Server{Reader: srv.Reader, Writer: srv.Writer, Sessions: srv.Sessions, Auth: tokenUsers(),
-		Limits: Limits{MaxPage: 1, AnswerBytesInFlight: 2*one + 100}}
+	srv2 := &Server{
+		Reader: srv.Reader, Writer: srv.Writer, Sessions: srv.Sessions, Auth: tokenUsers(),
+		Limits: Limits{MaxPage: 1, AnswerBytesInFlight: 2*one + 100},
+	}
 	h2 := srv2.Handler()
 	web := httptest.NewServer(h2)
 	t.Cleanup(web.Close)
