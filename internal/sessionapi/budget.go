@@ -27,35 +27,22 @@ func newBudget(total, perKey int64) *budget {
 }
 
 // acquire takes n for key, unless that would pass a bound.
-func (b *budget) acquire(key string, n int64) refusal {
-	if b == nil {
-		return admitted
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	switch {
-	case b.perKey > 0 && b.byKey[key]+n > b.perKey:
-		return overKey
-	case b.total > 0 && b.used+n > b.total:
-		return overTotal
-	}
-	b.used += n
-	b.byKey[key] += n
-	return admitted
-}
+func (b *budget) acquire(key string, n int64) refusal { return b.take(key, n, false) }
 
 // acquireAlone is acquire, except that an amount larger than a bound is taken while nothing
 // is held under that bound: one answer larger than the bounds is still served, alone.
-func (b *budget) acquireAlone(key string, n int64) refusal {
+func (b *budget) acquireAlone(key string, n int64) refusal { return b.take(key, n, true) }
+
+func (b *budget) take(key string, n int64, alone bool) refusal {
 	if b == nil {
 		return admitted
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch {
-	case b.perKey > 0 && b.byKey[key] > 0 && b.byKey[key]+n > b.perKey:
+	case b.perKey > 0 && b.byKey[key]+n > b.perKey && (!alone || b.byKey[key] > 0):
 		return overKey
-	case b.total > 0 && b.used > 0 && b.used+n > b.total:
+	case b.total > 0 && b.used+n > b.total && (!alone || b.used > 0):
 		return overTotal
 	}
 	b.used += n

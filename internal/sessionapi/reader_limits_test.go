@@ -127,15 +127,7 @@ func followIDs(t *testing.T, url, token, query string) <-chan string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	t.Cleanup(cancel)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/v1/namespaces/ns/conversations/c/messages?follow=true"+query, http.NoBody)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := openFollow(ctx, t, url, token, query)
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("the follow answered %d", res.StatusCode)
 	}
@@ -170,14 +162,20 @@ func TestFollowBatchesAreHeldWithinTheAnswerBudget(t *testing.T) {
 	case <-time.After(time.Second):
 	}
 	release()
-	for want := 1; want <= 4; want++ {
+	wantIDs(t, ids, 1, 4, "once the answer was written")
+}
+
+// wantIDs reads the message ids first..last from ids, in order.
+func wantIDs(t *testing.T, ids <-chan string, first, last int, why string) {
+	t.Helper()
+	for want := first; want <= last; want++ {
 		select {
 		case id := <-ids:
 			if id != strconv.Itoa(want) {
 				t.Fatalf("message %s, want %d", id, want)
 			}
 		case <-time.After(5 * time.Second):
-			t.Fatalf("message %d never came once the answer was written", want)
+			t.Fatalf("message %d never came %s", want, why)
 		}
 	}
 }
@@ -218,17 +216,7 @@ func TestFollowSendsAPageAtATime(t *testing.T) {
 	web := httptest.NewServer(h2)
 	t.Cleanup(web.Close)
 	holdAnswer(t, h2, "bob", "/messages?after=4&limit=1")
-	ids := followIDs(t, web.URL, "alice", "&after=4")
-	for want := 5; want <= 8; want++ {
-		select {
-		case id := <-ids:
-			if id != strconv.Itoa(want) {
-				t.Fatalf("message %s, want %d", id, want)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("message %d never came: the stream's batch did not fit the budget", want)
-		}
-	}
+	wantIDs(t, followIDs(t, web.URL, "alice", "&after=4"), 5, 8, "(its batch did not fit the budget)")
 }
 
 // TestReadersCannotCutTheAgentOffItsConversation: readers holding every follow stream a
@@ -270,7 +258,15 @@ func followCode(t *testing.T, url, token string) int {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/v1/namespaces/ns/conversations/c/messages?follow=true", http.NoBody)
+	res := openFollow(ctx, t, url, token, "")
+	defer func() { _ = res.Body.Close() }()
+	return res.StatusCode
+}
+
+// openFollow opens a follow stream of ns/c as token, for as long as ctx lasts.
+func openFollow(ctx context.Context, t *testing.T, url, token, query string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/v1/namespaces/ns/conversations/c/messages?follow=true"+query, http.NoBody)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,6 +275,5 @@ func followCode(t *testing.T, url, token string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = res.Body.Close() }()
-	return res.StatusCode
+	return res
 }
