@@ -66,10 +66,11 @@ type Authorizer struct {
 	Reviews ReviewLimits
 	now     func() time.Time
 
-	init    sync.Once
-	caches  *reviewCaches
-	sources *keyedLimiter
-	slots   chan struct{}
+	init       sync.Once
+	caches     *reviewCaches
+	sources    *keyedLimiter
+	identities *keyedLimiter
+	slots      chan struct{}
 	// reviews lets concurrent requests that miss the cache for the same token, or the same
 	// access, share one review: a burst of calls asks the API server once, not once per call.
 	reviews singleflight.Group
@@ -91,6 +92,10 @@ type ReviewLimits struct {
 	// PerSource limits the TokenReviews that requests from one source address may cause,
 	// checked before the review (429 past it).
 	PerSource Rate
+	// PerIdentity limits the SubjectAccessReviews one identity may cause, checked before the
+	// review (429 past it): answers are cached per conversation, so a caller naming ever new
+	// conversations (or namespaces) it may not read would otherwise cost a review each.
+	PerIdentity Rate
 	// InFlight caps the reviews waiting on the API server at once (503 past it).
 	InFlight int
 }
@@ -100,11 +105,19 @@ type ReviewLimits struct {
 // junk-token flood from one address costs a bounded number of TokenReviews.
 var DefaultReviewsPerSource = Rate{PerSecond: 20, Burst: 40}
 
+// DefaultReviewsPerIdentity: an identity allowed a whole namespace costs one review per
+// namespace per TTL, one allowed conversation by conversation one per conversation; either
+// stays far below this, and a flood of names from one token costs a bounded number.
+var DefaultReviewsPerIdentity = Rate{PerSecond: 50, Burst: 100}
+
 // Flags binds the review bounds to fs as --session-api-… flags.
 func (l *ReviewLimits) Flags(fs *flag.FlagSet) {
 	fs.Float64Var(&l.PerSource.PerSecond, "session-api-source-review-rate", DefaultReviewsPerSource.PerSecond,
 		"TokenReviews per second that requests from one source address may cause, checked before the review "+
 			"(429 past it; bursts of twice as many). Tokens the replica already knows cost none.")
+	fs.Float64Var(&l.PerIdentity.PerSecond, "session-api-identity-review-rate", DefaultReviewsPerIdentity.PerSecond,
+		"SubjectAccessReviews per second that one identity's requests may cause, checked before the review "+
+			"(429 past it; bursts of twice as many). Access answers already cached cost none.")
 	fs.IntVar(&l.InFlight, "session-api-max-reviews-in-flight", DefaultReviewsInFlight,
 		"TokenReviews and SubjectAccessReviews a replica waits on at once (503 past it).")
 }
@@ -116,8 +129,10 @@ func (a *Authorizer) setup() {
 		fill(&a.MaxEntries, DefaultReviewEntries)
 		fill(&a.Reviews.InFlight, DefaultReviewsInFlight)
 		fillRate(&a.Reviews.PerSource, DefaultReviewsPerSource)
+		fillRate(&a.Reviews.PerIdentity, DefaultReviewsPerIdentity)
 		a.caches = newReviewCaches(a.MaxEntries, clockFunc(a.clock))
 		a.sources = newKeyedLimiter(a.Reviews.PerSource, maxLimiterKeys, clockFunc(a.clock))
+		a.identities = newKeyedLimiter(a.Reviews.PerIdentity, maxLimiterKeys, clockFunc(a.clock))
 		if a.Reviews.InFlight > 0 {
 			a.slots = make(chan struct{}, a.Reviews.InFlight)
 		}
@@ -276,6 +291,9 @@ func (a *Authorizer) authorizeResource(ctx context.Context, c *caller, attrs *au
 	allowed, p := review(a, "access\x00"+key, func() (bool, *wire.Problem) {
 		if ok, hit := a.caches.access(key); hit {
 			return ok, nil
+		}
+		if d := a.identities.take(c.identity()); d > 0 {
+			return false, problem(429, wire.ProblemOverloaded, "Too Many Requests", "this identity causes too many access reviews")
 		}
 		extra := map[string]authzv1.ExtraValue{}
 		for k, v := range c.user.Extra {

@@ -10,12 +10,14 @@ import (
 
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 	"github.com/parley-dev/parley/pkg/wire"
 )
 
@@ -152,5 +154,41 @@ func TestReviewsInFlightAreCapped(t *testing.T) {
 	close(release)
 	if p == nil || p.Status != 503 {
 		t.Errorf("a second review past a cap of one: %v, want 503", p)
+	}
+}
+
+// TestAccessReviewsPerIdentityAreLimited: a caller that names ever new conversations it may
+// not read (each answer is cached for its own name) costs a bounded number of
+// SubjectAccessReviews, then 429 before any review; another identity is reviewed as before.
+func TestAccessReviewsPerIdentityAreLimited(t *testing.T) {
+	var reviews atomic.Int32
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	c := fake.NewClientBuilder().WithScheme(scheme).WithInterceptorFuncs(interceptor.Funcs{
+		Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
+			reviews.Add(1) // denied: Status.Allowed stays false
+			return nil
+		},
+	}).Build()
+	now := time.Unix(0, 0)
+	a := &Authorizer{Client: c, Reviews: ReviewLimits{PerIdentity: Rate{PerSecond: 1, Burst: 5}}, now: func() time.Time { return now }}
+	mallory := &caller{user: authnv1.UserInfo{Username: "mallory", UID: "m1"}}
+	var throttled int
+	for i := range 20 {
+		conv := &parleyv1alpha1.Conversation{ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("ns-%d", i), Name: fmt.Sprintf("c-%d", i)}}
+		switch p := a.authorize(context.Background(), mallory, conv, AccessRead); {
+		case p == nil:
+			t.Fatal("a denied caller was allowed")
+		case p.Status == 429:
+			throttled++
+		}
+	}
+	if reviews.Load() != 5 || throttled < 15 {
+		t.Errorf("%d reviews and %d answers 429 for 20 conversations nobody may read, want 5 and at least 15", reviews.Load(), throttled)
+	}
+	alice := &caller{user: authnv1.UserInfo{Username: "alice", UID: "u1"}}
+	conv := &parleyv1alpha1.Conversation{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "c"}}
+	if p := a.authorize(context.Background(), alice, conv, AccessRead); p == nil || p.Status != 403 {
+		t.Errorf("another identity: %v, want 403 after its own reviews", p)
 	}
 }

@@ -85,6 +85,7 @@ var sessionAPILimitArgs = [][3]string{
 	{"conversationRate", "session-api-conversation-rate", ""},
 	{"identityRate", "session-api-identity-rate", ""},
 	{"sourceReviewRate", "session-api-source-review-rate", ""},
+	{"identityReviewRate", "session-api-identity-review-rate", ""},
 	{"maxInFlight", "session-api-max-in-flight", "int"},
 	{"maxInFlightPerIdentity", "session-api-max-in-flight-per-identity", "int"},
 	{"maxBodyBytesInFlight", "session-api-max-body-bytes-in-flight", "int64"},

@@ -86,6 +86,7 @@ sessionAPI:
     conversationRate:
     identityRate:
     sourceReviewRate:
+    identityReviewRate:
     maxInFlight:
     maxInFlightPerIdentity:
     maxBodyBytesInFlight:
