@@ -42,6 +42,7 @@ func TestBlackBox(t *testing.T) {
 	e.run(t, "429 past the limits", func(t *testing.T) { appendsPastTheLimit(ctx, t, e) })
 	e.run(t, "follow streams are capped", func(t *testing.T) { followsCapped(ctx, t, e) })
 	e.run(t, "a junk-token flood costs fewer than 500 TokenReviews", func(t *testing.T) { junkFloodReviews(ctx, t, e) })
+	e.run(t, "a token naming conversations it may not read costs few access reviews", func(t *testing.T) { namesFloodReviews(ctx, t, e) })
 	e.run(t, "an id the store cannot keep is 422", func(t *testing.T) { unstorableIDsAreRefused(ctx, t, e) })
 	e.run(t, "an adapter state status cannot hold leaves status writable", func(t *testing.T) { adapterStateLeavesStatusWritable(ctx, t, e) })
 	// The bomb's memory bar needs a baseline: it runs before the stalled reader, whose

@@ -248,6 +248,13 @@ func (e *env) do(ctx context.Context, method, path, token string, body []byte) (
 // tokenReviews is how many TokenReviews the API server has answered.
 func (e *env) tokenReviews(ctx context.Context, t *testing.T) float64 {
 	t.Helper()
+	return e.reviews(ctx, t, "tokenreviews")
+}
+
+// reviews is how many POSTs of resource (tokenreviews, subjectaccessreviews) the API server
+// has answered.
+func (e *env) reviews(ctx context.Context, t *testing.T, resource string) float64 {
+	t.Helper()
 	hc, err := rest.HTTPClientFor(e.cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -256,7 +263,7 @@ func (e *env) tokenReviews(ctx context.Context, t *testing.T) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return m.Sum("apiserver_request_total", "resource", "tokenreviews", "verb", "POST")
+	return m.Sum("apiserver_request_total", "resource", resource, "verb", "POST")
 }
 
 // run runs attack as subtest name and logs the manager's peak resident memory during it.

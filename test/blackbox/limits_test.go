@@ -8,6 +8,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // flood sends n requests from 8 clients at once and counts the answers by status; every 429
@@ -134,6 +137,44 @@ func junkFloodReviews(ctx context.Context, t *testing.T, e *env) {
 	}
 	if n := knownFailed.Load(); n > 0 {
 		t.Errorf("the known caller was refused %d of 20 times during the flood", n)
+	}
+	e.mustBeAlive(t)
+}
+
+// namesFloodReviews: a token that may read nothing names 2,000 conversations, each in a
+// namespace of its own (an answer is cached per namespace and name, so none is cached). The
+// access reviews it causes are limited per identity, and a caller allowed its conversation is
+// served meanwhile.
+func namesFloodReviews(ctx context.Context, t *testing.T, e *env) {
+	ns := e.namespace(ctx, t, "names")
+	e.conversation(ctx, t, historyOnly(ns, "target"))
+	agent := e.agentToken(ctx, t, ns)
+	if res, _, err := e.do(ctx, http.MethodGet, convPath(ns, "target"), agent, nil); err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("the allowed caller before the flood: %v %v", err, res)
+	}
+	// A ServiceAccount bound to nothing: what every pod of the cluster holds a token of.
+	e.create(ctx, t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nobody"}})
+	nobody := e.token(ctx, t, ns, "nobody", time.Hour, audience, nil)
+	before := e.reviews(ctx, t, "subjectaccessreviews")
+	var allowedFailed atomic.Int64
+	began := time.Now()
+	counts := flood(t, 2000, func(i int) (*http.Response, error) {
+		if i%100 == 0 {
+			if res, _, err := e.do(ctx, http.MethodGet, convPath(ns, "target"), agent, nil); err != nil || res.StatusCode != http.StatusOK {
+				allowedFailed.Add(1)
+			}
+		}
+		res, _, err := e.do(ctx, http.MethodGet, convPath(fmt.Sprintf("n%d", i), fmt.Sprintf("c%d", i)), nobody, nil)
+		return res, err
+	})
+	took := time.Since(began)
+	reviews := e.reviews(ctx, t, "subjectaccessreviews") - before
+	t.Logf("2,000 names in %s: %v; SubjectAccessReviews %.0f", took.Round(time.Millisecond), counts, reviews)
+	if limit := 100 + 50*took.Seconds() + 100; reviews > limit {
+		t.Errorf("2,000 names cost %.0f SubjectAccessReviews, want at most %.0f (bursts of 100, 50/s, the allowed caller's)", reviews, limit)
+	}
+	if n := allowedFailed.Load(); n > 0 {
+		t.Errorf("the allowed caller was refused %d of 20 times during the flood", n)
 	}
 	e.mustBeAlive(t)
 }
