@@ -111,13 +111,58 @@ func followsCapped(ctx context.Context, t *testing.T, e *env) {
 // fewer than 500 TokenReviews (counted by the API server), and a known caller is served during
 // the flood.
 func junkFloodReviews(ctx context.Context, t *testing.T, e *env) {
-	ns := e.namespace(ctx, t, "junk")
+	ns, agent := e.knownCaller(ctx, t, "junk")
+	before := e.tokenReviews(ctx, t)
+	counts, took := e.floodBeside(ctx, t, ns, agent, func(i int) (*http.Response, error) {
+		res, _, err := e.do(ctx, http.MethodGet, convPath(ns, "target"), fmt.Sprintf("junk-%d-%d", i, time.Now().UnixNano()), nil)
+		return res, err
+	})
+	reviews := e.tokenReviews(ctx, t) - before
+	t.Logf("2,000 junk tokens in %s: %v; TokenReviews %.0f", took.Round(time.Millisecond), counts, reviews)
+	if reviews >= 500 {
+		t.Errorf("2,000 junk tokens cost %.0f TokenReviews, want fewer than 500", reviews)
+	}
+	e.mustBeAlive(t)
+}
+
+// namesFloodReviews: a token that may read nothing names 2,000 conversations, each in a
+// namespace of its own (an answer is cached per namespace and name, so none is cached). The
+// access reviews it causes are limited per identity, and a known caller is served meanwhile.
+func namesFloodReviews(ctx context.Context, t *testing.T, e *env) {
+	ns, agent := e.knownCaller(ctx, t, "names")
+	// A ServiceAccount bound to nothing: what every pod of the cluster holds a token of.
+	e.create(ctx, t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nobody"}})
+	nobody := e.token(ctx, t, ns, "nobody", time.Hour, audience, nil)
+	before := e.reviews(ctx, t, "subjectaccessreviews")
+	counts, took := e.floodBeside(ctx, t, ns, agent, func(i int) (*http.Response, error) {
+		res, _, err := e.do(ctx, http.MethodGet, convPath(fmt.Sprintf("n%d", i), fmt.Sprintf("c%d", i)), nobody, nil)
+		return res, err
+	})
+	reviews := e.reviews(ctx, t, "subjectaccessreviews") - before
+	t.Logf("2,000 names in %s: %v; SubjectAccessReviews %.0f", took.Round(time.Millisecond), counts, reviews)
+	if limit := 100 + 50*took.Seconds() + 100; reviews > limit {
+		t.Errorf("2,000 names cost %.0f SubjectAccessReviews, want at most %.0f (bursts of 100, 50/s, the known caller's)", reviews, limit)
+	}
+	e.mustBeAlive(t)
+}
+
+// knownCaller makes a namespace of prefix with a conversation "target" and returns the
+// namespace and an agent token that has read it (the replica knows it).
+func (e *env) knownCaller(ctx context.Context, t *testing.T, prefix string) (ns, agent string) {
+	t.Helper()
+	ns = e.namespace(ctx, t, prefix)
 	e.conversation(ctx, t, historyOnly(ns, "target"))
-	agent := e.agentToken(ctx, t, ns)
+	agent = e.agentToken(ctx, t, ns)
 	if res, _, err := e.do(ctx, http.MethodGet, convPath(ns, "target"), agent, nil); err != nil || res.StatusCode != http.StatusOK {
 		t.Fatalf("the known caller before the flood: %v %v", err, res)
 	}
-	before := e.tokenReviews(ctx, t)
+	return ns, agent
+}
+
+// floodBeside sends 2,000 requests with send while the known caller reads its conversation
+// every 100, and fails t if it is refused; it returns the answers by status and the time taken.
+func (e *env) floodBeside(ctx context.Context, t *testing.T, ns, agent string, send func(i int) (*http.Response, error)) (map[int]int, time.Duration) {
+	t.Helper()
 	var knownFailed atomic.Int64
 	began := time.Now()
 	counts := flood(t, 2000, func(i int) (*http.Response, error) {
@@ -126,55 +171,10 @@ func junkFloodReviews(ctx context.Context, t *testing.T, e *env) {
 				knownFailed.Add(1)
 			}
 		}
-		res, _, err := e.do(ctx, http.MethodGet, convPath(ns, "target"), fmt.Sprintf("junk-%d-%d", i, time.Now().UnixNano()), nil)
-		return res, err
+		return send(i)
 	})
-	took := time.Since(began)
-	reviews := e.tokenReviews(ctx, t) - before
-	t.Logf("2,000 junk tokens in %s: %v; TokenReviews %.0f", took.Round(time.Millisecond), counts, reviews)
-	if reviews >= 500 {
-		t.Errorf("2,000 junk tokens cost %.0f TokenReviews, want fewer than 500", reviews)
-	}
 	if n := knownFailed.Load(); n > 0 {
 		t.Errorf("the known caller was refused %d of 20 times during the flood", n)
 	}
-	e.mustBeAlive(t)
-}
-
-// namesFloodReviews: a token that may read nothing names 2,000 conversations, each in a
-// namespace of its own (an answer is cached per namespace and name, so none is cached). The
-// access reviews it causes are limited per identity, and a caller allowed its conversation is
-// served meanwhile.
-func namesFloodReviews(ctx context.Context, t *testing.T, e *env) {
-	ns := e.namespace(ctx, t, "names")
-	e.conversation(ctx, t, historyOnly(ns, "target"))
-	agent := e.agentToken(ctx, t, ns)
-	if res, _, err := e.do(ctx, http.MethodGet, convPath(ns, "target"), agent, nil); err != nil || res.StatusCode != http.StatusOK {
-		t.Fatalf("the allowed caller before the flood: %v %v", err, res)
-	}
-	// A ServiceAccount bound to nothing: what every pod of the cluster holds a token of.
-	e.create(ctx, t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nobody"}})
-	nobody := e.token(ctx, t, ns, "nobody", time.Hour, audience, nil)
-	before := e.reviews(ctx, t, "subjectaccessreviews")
-	var allowedFailed atomic.Int64
-	began := time.Now()
-	counts := flood(t, 2000, func(i int) (*http.Response, error) {
-		if i%100 == 0 {
-			if res, _, err := e.do(ctx, http.MethodGet, convPath(ns, "target"), agent, nil); err != nil || res.StatusCode != http.StatusOK {
-				allowedFailed.Add(1)
-			}
-		}
-		res, _, err := e.do(ctx, http.MethodGet, convPath(fmt.Sprintf("n%d", i), fmt.Sprintf("c%d", i)), nobody, nil)
-		return res, err
-	})
-	took := time.Since(began)
-	reviews := e.reviews(ctx, t, "subjectaccessreviews") - before
-	t.Logf("2,000 names in %s: %v; SubjectAccessReviews %.0f", took.Round(time.Millisecond), counts, reviews)
-	if limit := 100 + 50*took.Seconds() + 100; reviews > limit {
-		t.Errorf("2,000 names cost %.0f SubjectAccessReviews, want at most %.0f (bursts of 100, 50/s, the allowed caller's)", reviews, limit)
-	}
-	if n := allowedFailed.Load(); n > 0 {
-		t.Errorf("the allowed caller was refused %d of 20 times during the flood", n)
-	}
-	e.mustBeAlive(t)
+	return counts, time.Since(began)
 }
