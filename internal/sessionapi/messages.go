@@ -200,7 +200,7 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, into any) *wire.
 			return problem(413, wire.ProblemTooLarge, "Content Too Large",
 				fmt.Sprintf("the body exceeds %d bytes; send smaller batches", tooLarge.Limit))
 		}
-		return problem(400, wire.ProblemMalformed, "Bad Request", "the body is not valid JSON of the expected shape: "+err.Error())
+		return problem(400, wire.ProblemMalformed, "Bad Request", "the body is not JSON of the expected shape: "+bodyErrorDetail(err))
 	}
 	if dec.More() {
 		return problem(400, wire.ProblemMalformed, "Bad Request", "the body holds more than one JSON value")
