@@ -166,6 +166,10 @@ const (
 	// ReasonCompactionFailed: a compaction failed for another reason (store, Secret) and is
 	// retried with backoff (Degraded=True).
 	ReasonCompactionFailed = "CompactionFailed"
+	// ReasonCheckpointRefused: the API server refused a Checkpoint the manager creates (a
+	// ResourceQuota on count/checkpoints.parley.dev, an admission policy); the message quotes
+	// its answer (Degraded=True, cleared once no Checkpoint is refused).
+	ReasonCheckpointRefused = "CheckpointRefused"
 )
 
 // Agent failure reasons, recorded in status.agent.lastFailure.reason. A pod the system failed
@@ -213,6 +217,9 @@ const (
 	EventHistoryArchived = "HistoryArchived"
 	// EventCheckpointCreated: the controller created a Checkpoint (Scheduled, Archive).
 	EventCheckpointCreated = "CheckpointCreated"
+	// EventCheckpointRefused: the API server refused a Checkpoint the manager creates (Warning,
+	// once per streak of refusals); the message names the Checkpoint and quotes the refusal.
+	EventCheckpointRefused = "CheckpointRefused"
 	// EventCheckpointPruned: a Scheduled Checkpoint past checkpoints.keep was deleted.
 	EventCheckpointPruned = "CheckpointPruned"
 	// EventSnapshotWritten: a Checkpoint's snapshot was stored.

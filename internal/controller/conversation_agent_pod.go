@@ -42,8 +42,11 @@ func (r *ConversationReconciler) reconcileAgent(ctx context.Context, s *conversa
 	}
 	plan := decideAgent(s, seen)
 	if plan.crashCheckpoint != "" {
+		// The restart never waits for its Crash Checkpoint: the resume bundle is cut from the
+		// history at the same turn, so a refused one only costs the record of the crash.
 		turn := plan.crashTurn
-		if err := r.createCheckpoint(ctx, s.conv, plan.crashCheckpoint, parleyv1alpha1.CheckpointCrash, &turn); err != nil {
+		err := r.createCheckpoint(ctx, s.conv, plan.crashCheckpoint, parleyv1alpha1.CheckpointCrash, &turn)
+		if err != nil && r.checkpointRefused(s, plan.crashCheckpoint, parleyv1alpha1.CheckpointCrash, err) == nil {
 			s.retryErr = err
 		}
 	}

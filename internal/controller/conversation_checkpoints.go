@@ -35,11 +35,22 @@ type scheduledCheckpoint struct {
 // checkpointPlan is what the checkpoint policy decided in one reconcile.
 type checkpointPlan struct {
 	create []scheduledCheckpoint
-	prune  []string
 	// latest is the newest Ready Checkpoint of the session ("" when none).
 	latest string
 	// next is when the interval policy is due again (zero: no timer).
 	next time.Time
+	// existing and keep are what pruneAfter counts from.
+	existing []parleyv1alpha1.Checkpoint
+	keep     int
+}
+
+// pruneAfter is what to delete once created of plan.create were made (checkpointsPastKeep).
+// Only the Checkpoints that exist count, never one that was to be created: when the API server
+// refused a Checkpoint (a full ResourceQuota), the session keeps keep of those it has instead of
+// losing one for a Checkpoint that was not made, and the ones past keep still go, which is
+// what frees room under the quota.
+func (p checkpointPlan) pruneAfter(created int) []string {
+	return checkpointsPastKeep(p.existing, created, p.keep, p.latest)
 }
 
 // decideCheckpoints applies spec.checkpoints: a Checkpoint at every everyTurns-th turn (the
@@ -84,7 +95,7 @@ func decideCheckpoints(conv *parleyv1alpha1.Conversation, existing []parleyv1alp
 			plan.next = conv.CreationTimestamp.Add(time.Duration(k+1) * iv.Duration)
 		}
 	}
-	plan.prune = checkpointsPastKeep(existing, len(plan.create), int(conv.Spec.Checkpoints.GetKeep()), plan.latest)
+	plan.existing, plan.keep = existing, int(conv.Spec.Checkpoints.GetKeep())
 	return plan
 }
 
@@ -147,14 +158,20 @@ func (r *ConversationReconciler) reconcileCheckpoints(ctx context.Context, s *co
 		return // nothing scheduled for a session that is over or whose history is unreadable
 	}
 	conv := s.withStatus()
+	created := 0
 	for _, c := range plan.create {
-		if err := r.createCheckpoint(ctx, conv, c.name, parleyv1alpha1.CheckpointScheduled, c.turn); err != nil {
-			s.retryErr = err
-			return
+		err := r.createCheckpoint(ctx, conv, c.name, parleyv1alpha1.CheckpointScheduled, c.turn)
+		if r.checkpointRefused(s, c.name, parleyv1alpha1.CheckpointScheduled, err) != nil {
+			break
 		}
+		if err != nil {
+			s.retryErr = err
+			break
+		}
+		created++
 		s.event(parleyv1alpha1.EventCheckpointCreated, "Checkpoint", "scheduled Checkpoint %s created", c.name)
 	}
-	for _, name := range plan.prune {
+	for _, name := range plan.pruneAfter(created) {
 		ckpt := &parleyv1alpha1.Checkpoint{ObjectMeta: metav1.ObjectMeta{Namespace: conv.Namespace, Name: name}}
 		if err := r.Delete(ctx, ckpt); client.IgnoreNotFound(err) != nil {
 			s.retryErr = err

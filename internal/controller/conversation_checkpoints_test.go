@@ -194,8 +194,8 @@ func TestDecideCheckpoints(t *testing.T) {
 			if !slices.Equal(gotCreate, tc.wantCreate) {
 				t.Errorf("create %v, want %v", gotCreate, tc.wantCreate)
 			}
-			if !slices.Equal(plan.prune, tc.wantPrune) {
-				t.Errorf("prune %v, want %v", plan.prune, tc.wantPrune)
+			if prune := plan.pruneAfter(len(plan.create)); !slices.Equal(prune, tc.wantPrune) {
+				t.Errorf("prune %v, want %v", prune, tc.wantPrune)
 			}
 			if plan.latest != tc.wantLatest {
 				t.Errorf("latest %q, want %q", plan.latest, tc.wantLatest)

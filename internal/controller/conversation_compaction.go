@@ -220,7 +220,12 @@ func (r *ConversationReconciler) compactionCheckpoint(ctx context.Context, s *co
 	err := r.Get(ctx, types.NamespacedName{Namespace: conv.Namespace, Name: name}, ckpt)
 	switch {
 	case apierrors.IsNotFound(err):
-		if err := r.createCheckpoint(ctx, conv, name, parleyv1alpha1.CheckpointCompaction, nil); err != nil {
+		err := r.createCheckpoint(ctx, conv, name, parleyv1alpha1.CheckpointCompaction, nil)
+		if ref := r.checkpointRefused(s, name, parleyv1alpha1.CheckpointCompaction, err); ref != nil {
+			waiting(fmt.Sprintf("compaction due; waiting for room for Checkpoint %s: %s", name, ref.why))
+			return nil, false
+		}
+		if err != nil {
 			s.retryErr = err
 			return nil, false
 		}

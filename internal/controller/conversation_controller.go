@@ -71,6 +71,9 @@ type ConversationReconciler struct {
 	// NameTakenRetry is how long the agent phase waits before trying again a pod or bundle
 	// name that an object it does not control holds (DefaultNameTakenRetry when zero).
 	NameTakenRetry time.Duration
+	// CheckpointRefusedRetry is how long a phase waits before creating again a Checkpoint the
+	// API server refused (DefaultCheckpointRefusedRetry when zero).
+	CheckpointRefusedRetry time.Duration
 	// MinForcedCompactionInterval is the least time between a compaction and one forced by
 	// the parley.dev/compact-requested-at annotation (zero: none).
 	MinForcedCompactionInterval time.Duration
@@ -137,6 +140,7 @@ func (r *ConversationReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	r.reconcileCompaction(ctx, s)
 	r.reconcileCheckpoints(ctx, s)
 	r.reconcileAgent(ctx, s)
+	settleCheckpointRefusal(s)
 	summarizeConditions(s)
 
 	written := s.withStatus()

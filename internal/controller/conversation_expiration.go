@@ -48,7 +48,16 @@ func (r *ConversationReconciler) archiveHistory(ctx context.Context, s *conversa
 	err := r.Get(ctx, types.NamespacedName{Namespace: conv.Namespace, Name: name}, ckpt)
 	switch {
 	case apierrors.IsNotFound(err):
-		if err := r.createCheckpoint(ctx, conv, name, parleyv1alpha1.CheckpointArchive, nil); err != nil {
+		err := r.createCheckpoint(ctx, conv, name, parleyv1alpha1.CheckpointArchive, nil)
+		if ref := r.checkpointRefused(s, name, parleyv1alpha1.CheckpointArchive, err); ref != nil {
+			// The history is fine and stays live: say on Expired what the archive waits for.
+			if c := s.condition(parleyv1alpha1.ConditionExpired); c != nil {
+				s.setCondition(parleyv1alpha1.ConditionExpired, c.Status, c.Reason, expiredMessage(s.conv, s.expiry)+
+					fmt.Sprintf("; the live history is kept until the final Checkpoint %s is admitted: %s", name, ref.why))
+			}
+			return
+		}
+		if err != nil {
 			r.historyFailed(s, err)
 			return
 		}

@@ -51,6 +51,10 @@ type conversationScope struct {
 	// whole seconds, which would make a wake look up to a second slower than it was.
 	activityAt time.Time
 
+	// checkpointRefused is the first Checkpoint the API server refused this reconcile
+	// (settleCheckpointRefusal reports it).
+	checkpointRefused *checkpointRefusal
+
 	events []pendingEvent
 	// historyCreated names where this reconcile created and initialised the history.
 	historyCreated string

@@ -41,6 +41,10 @@ const Bucket = "parley-envtest"
 // NameTakenRetry is how soon the controller tries a taken agent pod or bundle name again.
 const NameTakenRetry = time.Second
 
+// CheckpointRefusedRetry is how soon the controller creates again a Checkpoint the API server
+// refused.
+const CheckpointRefusedRetry = time.Second
+
 // Options change what Start wires.
 type Options struct {
 	// Observe is called on every Conversation reconcile (a suite counts them with it).
@@ -177,6 +181,7 @@ func (e *Env) startManager(opts Options) error {
 		AgentCA:                 func() []byte { return e.AgentCA },
 		NodeLostGrace:           3 * time.Second,
 		NameTakenRetry:          NameTakenRetry,
+		CheckpointRefusedRetry:  CheckpointRefusedRetry,
 		Observe:                 opts.Observe,
 	}).SetupWithManager(mgr); err != nil {
 		return err
