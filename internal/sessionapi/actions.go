@@ -126,6 +126,8 @@ func (s *Server) createCheckpoint(w http.ResponseWriter, r *http.Request, req *r
 			return problem(409, wire.ProblemConflict, "Conflict", "a Checkpoint named "+body.Name+" exists")
 		case apierrors.IsInvalid(err):
 			return problem(422, wire.ProblemInvalid, "Unprocessable Content", err.Error())
+		case apierrors.IsForbidden(err):
+			return checkpointRefused(body.Name, err)
 		default:
 			return problem(503, wire.ProblemUnavailable, "Service Unavailable", "creating the Checkpoint failed")
 		}

@@ -3,9 +3,12 @@ package sessionapi
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/parley-dev/parley/internal/historystore"
 	"github.com/parley-dev/parley/pkg/history"
@@ -54,6 +57,28 @@ func storeProblem(err error) *wire.Problem {
 		return problem(503, wire.ProblemUnavailable, "Service Unavailable",
 			"the history store is unavailable ("+historystore.Reason(err)+"); retry with the same ids")
 	}
+}
+
+// checkpointRefused is the answer when the API server refused (403) a Checkpoint the manager
+// creates for the caller, at a full ResourceQuota on count/checkpoints.parley.dev or under an
+// admission policy; nil for any other error. 409: the namespace's state stands against the
+// request until someone makes room. Not 403, which here says the caller lacks a right, nor
+// 429 or 503, which clients retry by themselves although waiting frees no room. The detail
+// quotes the API server, which names the quota and its counts.
+func checkpointRefused(name string, err error) *wire.Problem {
+	if !apierrors.IsForbidden(err) {
+		return nil
+	}
+	why := err.Error()
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Message != "" {
+		why = status.Status().Message
+	}
+	what := "the Checkpoint"
+	if name != "" {
+		what += " " + name
+	}
+	return problem(409, wire.ProblemConflict, "Conflict", fmt.Sprintf("the API server refused %s: %s", what, why))
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -1,12 +1,16 @@
 package sessionapi
 
 import (
+	"errors"
 	"fmt"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 	"github.com/parley-dev/parley/pkg/history"
@@ -54,5 +58,27 @@ func TestHistoryReadyOfACorruptHistory(t *testing.T) {
 		if p := historyReady(conv, read); p == nil || p.Status != 500 || p.Type != wire.ProblemHistoryCorrupt {
 			t.Fatalf("read %v: %+v, want 500 %s", read, p, wire.ProblemHistoryCorrupt)
 		}
+	}
+}
+
+// A Checkpoint the API server refused (a full ResourceQuota) is 409 without Retry-After: no
+// wait frees room. Any other failure is not this answer's.
+func TestCheckpointRefused(t *testing.T) {
+	quota := apierrors.NewForbidden(schema.GroupResource{Group: "parley.dev", Resource: "checkpoints"}, "c-reset-1",
+		errors.New("exceeded quota: parley-checkpoints, requested: count/checkpoints.parley.dev=1, used: count/checkpoints.parley.dev=0, limited: count/checkpoints.parley.dev=0"))
+	p := checkpointRefused("c-reset-1", fmt.Errorf("creating: %w", quota))
+	if p == nil || p.Status != 409 || p.Type != wire.ProblemConflict {
+		t.Fatalf("answer %+v, want 409 conflict", p)
+	}
+	if !strings.Contains(p.Detail, "Checkpoint c-reset-1") || !strings.Contains(p.Detail, "exceeded quota: parley-checkpoints") {
+		t.Errorf("detail %q names neither the Checkpoint nor the quota", p.Detail)
+	}
+	rec := httptest.NewRecorder()
+	writeProblem(rec, p, 0)
+	if rec.Header().Get("Retry-After") != "" {
+		t.Error("Retry-After sent")
+	}
+	if checkpointRefused("x", apierrors.NewServiceUnavailable("etcd")) != nil {
+		t.Error("an outage taken for a refusal")
 	}
 }

@@ -53,6 +53,10 @@ func (s *Server) resetCheckpoint(ctx context.Context, req *request, name, keyID 
 			err = s.Writer.Get(ctx, nn, ckpt)
 		}
 	}
+	if p := checkpointRefused(name, err); p != nil {
+		p.Detail += "; nothing was cleared: make room (delete Checkpoints, lower spec.checkpoints.keep) and retry with the same id"
+		return nil, p
+	}
 	if err != nil {
 		return nil, problem(503, wire.ProblemUnavailable, "Service Unavailable", "reading or creating the Reset Checkpoint failed")
 	}

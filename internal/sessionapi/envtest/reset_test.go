@@ -2,9 +2,12 @@ package envtest
 
 import (
 	"net/http"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -172,6 +175,41 @@ var _ = Describe("Session API reset", func() {
 		Expect(k8sClient.List(ctx, list, client.InNamespace(ns))).To(Succeed())
 		Expect(list.Items).To(BeEmpty())
 		_ = conv
+	})
+
+	It("answers a reset at a full Checkpoint quota at once with 409, naming the quota, and clears nothing", func() {
+		ns := env.AgentNamespace()
+		env.CheckpointQuota(ns, 0)
+		_, agent := resetFixture(ns)
+		token := env.EditorToken(ns)
+
+		start := time.Now()
+		status, p, hdr := rawCall(http.MethodPost, wire.ConversationPath(ns, "conv")+"/reset", token, []byte(`{"id":"full"}`))
+		Expect(time.Since(start)).To(BeNumerically("<", 5*time.Second), "the reset waited for a Checkpoint that was refused")
+		Expect(status).To(Equal(409))
+		Expect(p.Type).To(Equal(wire.ProblemConflict))
+		Expect(p.Detail).To(ContainSubstring("exceeded quota: parley-checkpoints"))
+		Expect(p.Detail).To(ContainSubstring("nothing was cleared"))
+		Expect(hdr.Get("Retry-After")).To(BeEmpty(), "waiting frees no room")
+
+		By("a Manual Checkpoint through the Session API, by a caller who may create Checkpoints: the same answer")
+		Expect(k8sClient.Create(ctx, &rbacv1.Role{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "checkpoint-editor"},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"parley.dev"}, Resources: []string{"checkpoints"}, Verbs: []string{"create"}}},
+		})).To(Succeed())
+		Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "checkpoint-editor"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "checkpoint-editor"},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: "editor"}},
+		})).To(Succeed())
+		status, p, _ = rawCall(http.MethodPost, wire.ConversationPath(ns, "conv")+"/checkpoints", token, []byte(`{"name":"by-hand"}`))
+		Expect(status).To(Equal(409))
+		Expect(p.Detail).To(ContainSubstring("exceeded quota: parley-checkpoints"))
+
+		sum, err := agent.Conversation(ctx, ns, "conv")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(sum.Epoch).To(Equal(uint64(1)))
+		Expect(sum.Messages).To(Equal(6))
 	})
 })
 
