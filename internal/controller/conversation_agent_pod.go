@@ -230,7 +230,11 @@ func (r *ConversationReconciler) startAgentPod(ctx context.Context, s *conversat
 	checkpoint := ""
 	checkpointTurn := 0
 	if cause == startRestart && st.LastFailure != nil && st.LastFailure.Turn > 1 {
-		checkpoint, checkpointTurn = crashCheckpointName(s.conv.Name, st.Attempt), int(st.LastFailure.Turn-1)
+		checkpointTurn = int(st.LastFailure.Turn - 1)
+		var err error
+		if checkpoint, err = r.crashCheckpointOf(ctx, s.conv, st.Attempt); err != nil {
+			return err
+		}
 	}
 	owner := *metav1.NewControllerRef(s.conv, parleyv1alpha1.GroupVersion.WithKind("Conversation"))
 
@@ -318,6 +322,25 @@ type renderedBundle struct {
 	data      map[string]string
 	items     []corev1.KeyToPath
 	claudeDir string
+}
+
+// crashCheckpointOf is the name of the Crash Checkpoint of the attempt that crashed, "" when
+// there is none (the API server refused it, or it was pruned): the pod and status.agent must
+// not name a Checkpoint nobody can fork from. One created a moment ago may not be cached yet.
+func (r *ConversationReconciler) crashCheckpointOf(ctx context.Context, conv *parleyv1alpha1.Conversation, attempt int32) (string, error) {
+	name := crashCheckpointName(conv.Name, attempt)
+	key := client.ObjectKey{Namespace: conv.Namespace, Name: name}
+	err := r.Get(ctx, key, &parleyv1alpha1.Checkpoint{})
+	if apierrors.IsNotFound(err) {
+		err = r.APIReader.Get(ctx, key, &parleyv1alpha1.Checkpoint{})
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("reading Crash Checkpoint %s: %w", key, err)
+	}
+	return name, nil
 }
 
 // renderBundle builds the resume bundle for the next attempt from the history, cut at the

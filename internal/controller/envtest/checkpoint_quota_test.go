@@ -162,6 +162,48 @@ var _ = Describe("Checkpoints at a full ResourceQuota", func() {
 		Expect(degradedBy(conv)(Default)).To(BeEmpty())
 	})
 
+	It("keeps an expired Archive session's live history until its final Checkpoint is admitted", func() {
+		ns, quota := quotaNamespace(0)
+		cm, _ := seedConfigMap("quota-archive-" + randSuffix())
+		cm.Namespace = ns
+		Expect(k8sClient.Create(ctx, cm)).To(Succeed())
+		conv := newConversation(parleyv1alpha1.ConversationSpec{
+			Seed: &parleyv1alpha1.SeedSource{ConfigMapKeyRef: parleyv1alpha1.ConfigMapKeyReference{Name: cm.Name, Key: "transcript.jsonl"}},
+			Lifetime: parleyv1alpha1.LifetimeSpec{
+				TTL: &metav1.Duration{Duration: 3 * time.Second}, ExpirationPolicy: parleyv1alpha1.ExpirationPolicyArchive,
+			},
+		})
+		conv.Namespace = ns
+		Expect(k8sClient.Create(ctx, conv)).To(Succeed())
+		Eventually(historyReady(conv)).Should(Succeed())
+		final := conv.Name + "-archive"
+
+		Eventually(func(g Gomega) {
+			fetch(conv)(g)
+			c := meta.FindStatusCondition(conv.Status.Conditions, parleyv1alpha1.ConditionExpired)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(c.Message).To(ContainSubstring("the live history is kept until the final Checkpoint " + final + " is admitted"))
+			g.Expect(c.Message).To(ContainSubstring("exceeded quota: parley-checkpoints"))
+		}).Should(Succeed())
+		Expect(degradedBy(conv)(Default)).To(Equal(parleyv1alpha1.ReasonCheckpointRefused))
+		Expect(meta.IsStatusConditionTrue(conv.Status.Conditions, parleyv1alpha1.ConditionHistoryAvailable)).To(BeTrue(),
+			"the store is fine: HistoryAvailable stays True")
+		retried(conv, 3)
+		refusedOnce(conv)
+
+		By("the quota raised: the final Checkpoint, then the archive")
+		Eventually(func(g Gomega) {
+			fetch(quota)(g)
+			quota.Spec.Hard[operatorenv.CheckpointCount] = resource.MustParse("5")
+			g.Expect(k8sClient.Update(ctx, quota)).To(Succeed())
+		}).Should(Succeed())
+		env.SetCheckpointsUsed(quota, 0)
+		Eventually(historyUnavailable(conv, parleyv1alpha1.ReasonHistoryArchived)).Should(Succeed())
+		Expect(conv.Status.LatestCheckpoint).To(Equal(final))
+		Expect(degradedBy(conv)(Default)).To(BeEmpty())
+	})
+
 	It("restarts a crashed agent although its Crash Checkpoint is refused", func() {
 		ns, _ := quotaNamespace(0)
 		conv := newConversation(parleyv1alpha1.ConversationSpec{Agent: agentSpec()})
@@ -179,6 +221,13 @@ var _ = Describe("Checkpoints at a full ResourceQuota", func() {
 		kubelet(first, corev1.PodFailed, exitState(1, "Error"))
 		second := agentPod(conv, 2)
 		Expect(envOf(second)).To(HaveKeyWithValue(agentpod.EnvResume, "true"))
+		Expect(envOf(second)).To(HaveKeyWithValue(agentpod.EnvCheckpoint, ""), "the pod names a Checkpoint that was refused")
+		Expect(mountedManifest(second).Messages).To(Equal(6), "the bundle is cut at the last complete turn all the same")
+		Eventually(func(g Gomega) {
+			fetch(conv)(g)
+			g.Expect(conv.Status.Agent.PodName).To(Equal(second.Name))
+			g.Expect(conv.Status.Agent.ResumedFrom).To(BeEmpty())
+		}).Should(Succeed())
 		Eventually(func() []eventsv1.Event { return refusedEvents(conv) }).ShouldNot(BeEmpty())
 		refusedOnce(conv)
 		Expect(refusedEvents(conv)[0].Note).To(ContainSubstring("Crash Checkpoint " + conv.Name + "-crash-1"))
