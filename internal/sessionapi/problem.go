@@ -64,16 +64,12 @@ func storeProblem(err error) *wire.Problem {
 // admission policy; nil for any other error. 409: the namespace's state stands against the
 // request until someone makes room. Not 403, which here says the caller lacks a right, nor
 // 429 or 503, which clients retry by themselves although waiting frees no room. The detail
-// quotes the API server, which names the quota and its counts.
+// quotes the API server (err as the client returned it), which names the quota and its counts.
 func checkpointRefused(name string, err error) *wire.Problem {
 	if !apierrors.IsForbidden(err) {
 		return nil
 	}
 	why := err.Error()
-	var status apierrors.APIStatus
-	if errors.As(err, &status) && status.Status().Message != "" {
-		why = status.Status().Message
-	}
 	what := "the Checkpoint"
 	if name != "" {
 		what += " " + name

@@ -66,7 +66,7 @@ func TestHistoryReadyOfACorruptHistory(t *testing.T) {
 func TestCheckpointRefused(t *testing.T) {
 	quota := apierrors.NewForbidden(schema.GroupResource{Group: "parley.dev", Resource: "checkpoints"}, "c-reset-1",
 		errors.New("exceeded quota: parley-checkpoints, requested: count/checkpoints.parley.dev=1, used: count/checkpoints.parley.dev=0, limited: count/checkpoints.parley.dev=0"))
-	p := checkpointRefused("c-reset-1", fmt.Errorf("creating: %w", quota))
+	p := checkpointRefused("c-reset-1", quota)
 	if p == nil || p.Status != 409 || p.Type != wire.ProblemConflict {
 		t.Fatalf("answer %+v, want 409 conflict", p)
 	}

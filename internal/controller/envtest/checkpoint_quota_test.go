@@ -10,13 +10,11 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 	"github.com/parley-dev/parley/internal/agentpod"
-	"github.com/parley-dev/parley/test/support/operatorenv"
 )
 
 // The manager's own Checkpoints under a ResourceQuota on count/checkpoints.parley.dev, as
@@ -152,12 +150,7 @@ var _ = Describe("Checkpoints at a full ResourceQuota", func() {
 		refusedOnce(conv)
 
 		By("the quota raised")
-		Eventually(func(g Gomega) {
-			fetch(quota)(g)
-			quota.Spec.Hard[operatorenv.CheckpointCount] = resource.MustParse("5")
-			g.Expect(k8sClient.Update(ctx, quota)).To(Succeed())
-		}).Should(Succeed())
-		env.SetCheckpointsUsed(quota, 0)
+		env.RaiseCheckpointQuota(quota, 5)
 		Eventually(compactedTo(conv, epoch+1)).WithTimeout(60 * time.Second).Should(Succeed())
 		Expect(degradedBy(conv)(Default)).To(BeEmpty())
 	})
@@ -193,12 +186,7 @@ var _ = Describe("Checkpoints at a full ResourceQuota", func() {
 		refusedOnce(conv)
 
 		By("the quota raised: the final Checkpoint, then the archive")
-		Eventually(func(g Gomega) {
-			fetch(quota)(g)
-			quota.Spec.Hard[operatorenv.CheckpointCount] = resource.MustParse("5")
-			g.Expect(k8sClient.Update(ctx, quota)).To(Succeed())
-		}).Should(Succeed())
-		env.SetCheckpointsUsed(quota, 0)
+		env.RaiseCheckpointQuota(quota, 5)
 		Eventually(historyUnavailable(conv, parleyv1alpha1.ReasonHistoryArchived)).Should(Succeed())
 		Expect(conv.Status.LatestCheckpoint).To(Equal(final))
 		Expect(degradedBy(conv)(Default)).To(BeEmpty())

@@ -6,8 +6,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -193,15 +191,7 @@ var _ = Describe("Session API reset", func() {
 		Expect(hdr.Get("Retry-After")).To(BeEmpty(), "waiting frees no room")
 
 		By("a Manual Checkpoint through the Session API, by a caller who may create Checkpoints: the same answer")
-		Expect(k8sClient.Create(ctx, &rbacv1.Role{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "checkpoint-editor"},
-			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"parley.dev"}, Resources: []string{"checkpoints"}, Verbs: []string{"create"}}},
-		})).To(Succeed())
-		Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "checkpoint-editor"},
-			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "checkpoint-editor"},
-			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: "editor"}},
-		})).To(Succeed())
+		env.GrantCheckpointCreate(ns, "editor", "checkpoint-editor")
 		status, p, _ = rawCall(http.MethodPost, wire.ConversationPath(ns, "conv")+"/checkpoints", token, []byte(`{"name":"by-hand"}`))
 		Expect(status).To(Equal(409))
 		Expect(p.Detail).To(ContainSubstring("exceeded quota: parley-checkpoints"))

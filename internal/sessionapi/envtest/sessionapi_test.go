@@ -14,7 +14,6 @@ import (
 	. "github.com/onsi/gomega"
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
@@ -263,15 +262,7 @@ var _ = Describe("Session API", func() {
 		By("checkpoints need the caller's own right to create Checkpoints")
 		_, err = api.Checkpoint(ctx, ns, "conv", wire.CheckpointRequest{Name: "from-api"})
 		Expect(problemStatus(err)).To(Equal(403))
-		Expect(k8sClient.Create(ctx, &rbacv1.Role{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "checkpointer"},
-			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"parley.dev"}, Resources: []string{"checkpoints"}, Verbs: []string{"create"}}},
-		})).To(Succeed())
-		Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "checkpointer"},
-			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "checkpointer"},
-			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: "agent"}},
-		})).To(Succeed())
+		env.GrantCheckpointCreate(ns, "agent", "checkpointer")
 		var name string
 		Eventually(func() error { // RBAC and the review cache take a moment
 			name, err = api.Checkpoint(ctx, ns, "conv", wire.CheckpointRequest{Name: "from-api"})

@@ -26,6 +26,16 @@ func (e *Env) CheckpointQuota(ns string, hard int) *corev1.ResourceQuota {
 	return q
 }
 
+// RaiseCheckpointQuota makes the quota hard Checkpoints, none used.
+func (e *Env) RaiseCheckpointQuota(q *corev1.ResourceQuota, hard int) {
+	gomega.Eventually(func(g gomega.Gomega) {
+		e.Fetch(q)(g)
+		q.Spec.Hard[CheckpointCount] = resource.MustParse(strconv.Itoa(hard))
+		g.Expect(e.Client.Update(e.Ctx, q)).To(gomega.Succeed())
+	}).Should(gomega.Succeed())
+	e.SetCheckpointsUsed(q, 0)
+}
+
 // SetCheckpointsUsed writes the quota's status as its controller would with used Checkpoints.
 func (e *Env) SetCheckpointsUsed(q *corev1.ResourceQuota, used int) {
 	gomega.Eventually(func(g gomega.Gomega) {

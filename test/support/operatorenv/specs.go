@@ -122,6 +122,20 @@ func (e *Env) GrantHistory(ns, sa string, verbs []string, names ...string) {
 	})).To(gomega.Succeed())
 }
 
+// GrantCheckpointCreate lets the ServiceAccount sa of ns create Checkpoints (what
+// checkpoint-editor-role grants), by a Role and a RoleBinding named name.
+func (e *Env) GrantCheckpointCreate(ns, sa, name string) {
+	gomega.Expect(e.Client.Create(e.Ctx, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"parley.dev"}, Resources: []string{"checkpoints"}, Verbs: []string{"create"}}},
+	})).To(gomega.Succeed())
+	gomega.Expect(e.Client.Create(e.Ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: sa}},
+	})).To(gomega.Succeed())
+}
+
 // EditorToken sets up a ServiceAccount "editor" allowed to read, write and reset
 // conversations/history in ns (what conversation-editor-role grants) and returns its token
 // for audience parley.
