@@ -61,6 +61,22 @@ func degradedBy(conv *parleyv1alpha1.Conversation) func(g Gomega) string {
 	}
 }
 
+// conversationIn creates a Conversation of spec in ns, seeded from the fixture transcript when
+// seeded, and waits for its history.
+func conversationIn(ns string, seeded bool, spec parleyv1alpha1.ConversationSpec) *parleyv1alpha1.Conversation {
+	if seeded {
+		cm, _ := seedConfigMap("quota-seed-" + randSuffix())
+		cm.Namespace = ns
+		Expect(k8sClient.Create(ctx, cm)).To(Succeed())
+		spec.Seed = &parleyv1alpha1.SeedSource{ConfigMapKeyRef: parleyv1alpha1.ConfigMapKeyReference{Name: cm.Name, Key: "transcript.jsonl"}}
+	}
+	conv := newConversation(spec)
+	conv.Namespace = ns
+	Expect(k8sClient.Create(ctx, conv)).To(Succeed())
+	Eventually(historyReady(conv)).Should(Succeed())
+	return conv
+}
+
 // retried waits until the controller reconciled conv n more times.
 func retried(conv *parleyv1alpha1.Conversation, n int64) {
 	from := reconcileCount(conv)
@@ -70,16 +86,9 @@ func retried(conv *parleyv1alpha1.Conversation, n int64) {
 var _ = Describe("Checkpoints at a full ResourceQuota", func() {
 	It("warns once per refusal, still prunes past keep, and takes the Checkpoint once there is room", func() {
 		ns, quota := quotaNamespace(2)
-		cm, _ := seedConfigMap("quota-seed-" + randSuffix())
-		cm.Namespace = ns
-		Expect(k8sClient.Create(ctx, cm)).To(Succeed())
-		conv := newConversation(parleyv1alpha1.ConversationSpec{
-			Seed:        &parleyv1alpha1.SeedSource{ConfigMapKeyRef: parleyv1alpha1.ConfigMapKeyReference{Name: cm.Name, Key: "transcript.jsonl"}},
+		conv := conversationIn(ns, true, parleyv1alpha1.ConversationSpec{
 			Checkpoints: &parleyv1alpha1.CheckpointPolicy{EveryTurns: ptrTo(int32(1)), Keep: ptrTo(int32(3))},
 		})
-		conv.Namespace = ns
-		Expect(k8sClient.Create(ctx, conv)).To(Succeed())
-		Eventually(historyReady(conv)).Should(Succeed())
 		turns := conv.Status.History.Turns
 
 		By("a Scheduled and a Manual Checkpoint fill the quota")
@@ -130,10 +139,7 @@ var _ = Describe("Checkpoints at a full ResourceQuota", func() {
 
 	It("makes a due compaction say it waits for room, and compacts once the quota allows", func() {
 		ns, quota := quotaNamespace(0)
-		conv := newConversation(parleyv1alpha1.ConversationSpec{Context: compactionContext(parleyv1alpha1.CompactionSlidingWindow)})
-		conv.Namespace = ns
-		Expect(k8sClient.Create(ctx, conv)).To(Succeed())
-		Eventually(historyReady(conv)).Should(Succeed())
+		conv := conversationIn(ns, false, parleyv1alpha1.ConversationSpec{Context: compactionContext(parleyv1alpha1.CompactionSlidingWindow)})
 		epoch := conv.Status.History.Epoch
 
 		appendMessages(conv, 0, 60)
@@ -157,18 +163,9 @@ var _ = Describe("Checkpoints at a full ResourceQuota", func() {
 
 	It("keeps an expired Archive session's live history until its final Checkpoint is admitted", func() {
 		ns, quota := quotaNamespace(0)
-		cm, _ := seedConfigMap("quota-archive-" + randSuffix())
-		cm.Namespace = ns
-		Expect(k8sClient.Create(ctx, cm)).To(Succeed())
-		conv := newConversation(parleyv1alpha1.ConversationSpec{
-			Seed: &parleyv1alpha1.SeedSource{ConfigMapKeyRef: parleyv1alpha1.ConfigMapKeyReference{Name: cm.Name, Key: "transcript.jsonl"}},
-			Lifetime: parleyv1alpha1.LifetimeSpec{
-				TTL: &metav1.Duration{Duration: 3 * time.Second}, ExpirationPolicy: parleyv1alpha1.ExpirationPolicyArchive,
-			},
-		})
-		conv.Namespace = ns
-		Expect(k8sClient.Create(ctx, conv)).To(Succeed())
-		Eventually(historyReady(conv)).Should(Succeed())
+		conv := conversationIn(ns, true, parleyv1alpha1.ConversationSpec{Lifetime: parleyv1alpha1.LifetimeSpec{
+			TTL: &metav1.Duration{Duration: 3 * time.Second}, ExpirationPolicy: parleyv1alpha1.ExpirationPolicyArchive,
+		}})
 		final := conv.Name + "-archive"
 
 		Eventually(func(g Gomega) {
@@ -194,10 +191,7 @@ var _ = Describe("Checkpoints at a full ResourceQuota", func() {
 
 	It("restarts a crashed agent although its Crash Checkpoint is refused", func() {
 		ns, _ := quotaNamespace(0)
-		conv := newConversation(parleyv1alpha1.ConversationSpec{Agent: agentSpec()})
-		conv.Namespace = ns
-		Expect(k8sClient.Create(ctx, conv)).To(Succeed())
-		Eventually(historyReady(conv)).Should(Succeed())
+		conv := conversationIn(ns, false, parleyv1alpha1.ConversationSpec{Agent: agentSpec()})
 		first := agentPod(conv, 1)
 		kubelet(first, corev1.PodRunning, runningState())
 		appendMessages(conv, 0, 7)

@@ -108,26 +108,23 @@ func (e *Env) AgentNamespace() string {
 // granting verbs on conversations/history: on every conversation of ns, or on those named.
 func (e *Env) GrantHistory(ns, sa string, verbs []string, names ...string) {
 	gomega.Expect(e.Client.Create(e.Ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa}})).To(gomega.Succeed())
-	gomega.Expect(e.Client.Create(e.Ctx, &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa},
-		Rules: []rbacv1.PolicyRule{{
-			APIGroups: []string{"parley.dev"}, Resources: []string{"conversations/" + sessionapi.HistorySubresource},
-			ResourceNames: names, Verbs: verbs,
-		}},
-	})).To(gomega.Succeed())
-	gomega.Expect(e.Client.Create(e.Ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: sa},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: sa}},
-	})).To(gomega.Succeed())
+	e.bindRole(ns, sa, sa, rbacv1.PolicyRule{
+		APIGroups: []string{"parley.dev"}, Resources: []string{"conversations/" + sessionapi.HistorySubresource},
+		ResourceNames: names, Verbs: verbs,
+	})
 }
 
 // GrantCheckpointCreate lets the ServiceAccount sa of ns create Checkpoints (what
 // checkpoint-editor-role grants), by a Role and a RoleBinding named name.
 func (e *Env) GrantCheckpointCreate(ns, sa, name string) {
+	e.bindRole(ns, sa, name, rbacv1.PolicyRule{APIGroups: []string{"parley.dev"}, Resources: []string{"checkpoints"}, Verbs: []string{"create"}})
+}
+
+// bindRole creates a Role of rule and binds it to the ServiceAccount sa, both named name.
+func (e *Env) bindRole(ns, sa, name string, rule rbacv1.PolicyRule) {
 	gomega.Expect(e.Client.Create(e.Ctx, &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"parley.dev"}, Resources: []string{"checkpoints"}, Verbs: []string{"create"}}},
+		Rules:      []rbacv1.PolicyRule{rule},
 	})).To(gomega.Succeed())
 	gomega.Expect(e.Client.Create(e.Ctx, &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
