@@ -414,19 +414,10 @@ func grantAgentRole(ctx context.Context, ns string) {
 
 // agentCondition is the Conversation's AgentRunning condition (nil without one).
 func agentCondition(u *unstructured.Unstructured) map[string]any {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, _ := c.(map[string]any); m["type"] == "AgentRunning" {
-			return m
-		}
-	}
-	return nil
+	return conditionOf(u, "AgentRunning")
 }
 
-func agentReason(u *unstructured.Unstructured) string {
-	r, _ := agentCondition(u)["reason"].(string)
-	return r
-}
+func agentReason(u *unstructured.Unstructured) string { return conditionReason(u, "AgentRunning") }
 
 // agentInt reads an integer of status.agent (0 when absent).
 func agentInt(u *unstructured.Unstructured, field string) int64 {

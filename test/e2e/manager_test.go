@@ -147,6 +147,7 @@ var _ = Describe("the Parley manager on the local cluster", Ordered, func() {
 	})
 
 	agentRecoverySpecs(func() dynamic.Interface { return dyn }, func() *managerProcess { return manager })
+	checkpointQuotaSpecs(func() dynamic.Interface { return dyn })
 	realAgentSpecs(func() dynamic.Interface { return dyn }, func() *managerProcess { return manager })
 	idleAgentSpecs(func() dynamic.Interface { return dyn }, func() *managerProcess { return manager })
 	idleWakeBench(func() dynamic.Interface { return dyn }, func() *managerProcess { return manager })
