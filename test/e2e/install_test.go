@@ -27,9 +27,6 @@ const (
 	installedImage = "docker.io/library/parley-manager:dev"
 	// localManagerImage is the manager image as hack/images.sh names it.
 	localManagerImage = "localhost/parley-manager:dev"
-	// hostEndpointSelector selects the EndpointSlice by which make run-local's host-run manager
-	// serves the install's Session API Service (hack/run-local.sh).
-	hostEndpointSelector = "endpointslice.kubernetes.io/managed-by=run-local.parley.dev"
 	// rolloutTimeout covers two manager pods starting on a busy 2-core machine: image already
 	// local, then leader election and informer caches before /readyz answers.
 	rolloutTimeout = 3 * time.Minute

@@ -33,8 +33,10 @@ func newTmux() *tmuxSession {
 	}
 	dir := GinkgoT().TempDir()
 	// The server reads conf when it starts, before the session's command runs.
-	t := &tmuxSession{socket: filepath.Join(dir, "tmux.sock"), conf: filepath.Join(dir, "tmux.conf"),
-		status: filepath.Join(dir, "exit-status")}
+	t := &tmuxSession{
+		socket: filepath.Join(dir, "tmux.sock"), conf: filepath.Join(dir, "tmux.conf"),
+		status: filepath.Join(dir, "exit-status"),
+	}
 	Expect(os.WriteFile(t.conf, []byte("set -g remain-on-exit on\nset -g history-limit 5000\n"), 0o600)).To(Succeed())
 	DeferCleanup(func() {
 		GinkgoWriter.Printf("the terminal at the end:\n%s\n", t.screen())
@@ -56,10 +58,9 @@ func (t *tmuxSession) start(env []string, argv ...string) {
 	Expect(err).NotTo(HaveOccurred(), "tmux new-session: %s", out)
 }
 
-func (t *tmuxSession) tmux(args ...string) string {
+func (t *tmuxSession) tmux(args ...string) {
 	out, err := exec.Command("tmux", append([]string{"-S", t.socket}, args...)...).CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), "tmux %s: %s", strings.Join(args, " "), out)
-	return string(out)
 }
 
 // typeLine types line and presses Enter, as a person at the keyboard.
