@@ -1,6 +1,8 @@
 package envtest
 
 import (
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,9 +27,12 @@ var _ = Describe("Checkpoints of one conversation handled by several workers at 
 			Expect(k8sClient.Create(ctx, c)).To(Succeed())
 			ckpts = append(ckpts, c)
 		}
+		// The suite's namespaces have one history slot (HistoryIOPerNamespace of four workers),
+		// which the Conversation shares: the snapshots put off retry every few seconds, so the
+		// last may come long after the first.
 		digests := map[string]bool{}
 		for _, c := range ckpts {
-			Eventually(checkpointReady(c)).Should(Succeed())
+			Eventually(checkpointReady(c)).WithTimeout(2 * time.Minute).Should(Succeed())
 			digests[c.Status.Digest] = true
 		}
 		Expect(digests).To(HaveLen(n), "one snapshot per Checkpoint")
