@@ -62,6 +62,10 @@ func NewView(sessionID string, counter tokens.Counter) *View {
 // epoch's declared bytes when more (entries of the epoch it has not read yet).
 func (v *View) heldBytes() int64 { return max(v.Bytes, v.payload) }
 
+// HistoryBytes is the size of the history the view holds, as the cache counts it (heldBytes):
+// what an answer built from the whole of it costs to build is proportional to it.
+func (v *View) HistoryBytes() int64 { return v.heldBytes() }
+
 // Tokens is what the conversation costs in the model's context: the system prompt, the main
 // thread's messages and the reply priming, as counter measures them.
 func (v *View) Tokens() int { return v.total }

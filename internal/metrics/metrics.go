@@ -81,7 +81,7 @@ func (c *ConversationCollector) Collect(ch chan<- prometheus.Metric) {
 func Register(reader client.Reader) {
 	ctrlmetrics.Registry.MustRegister(Expirations, HistoriesCreated, StoreErrors, CheckpointsCreated, Snapshots,
 		SnapshotBytes, ExpiryLateness, Compactions, CompactionDuration, CompactionTokensSaved, CompactionSummarizerTokens,
-		AgentCrashes, AgentPodsStarted, AgentsFailed, CrashToStart, WakeLatency, SessionAPIRequests, SessionAPIDuration,
+		AgentCrashes, AgentPodsStarted, AgentsFailed, CrashToStart, WakeLatency, SessionAPIRequests, SessionAPIDuration, SessionAPIWholeHistoryAnswers,
 		EventsWaiting, DecodeBudget, &ConversationCollector{Reader: reader})
 }
 

@@ -17,3 +17,12 @@ var SessionAPIDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 	Help:    "Session API request duration, by route.",
 	Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 600},
 }, []string{"route"})
+
+// SessionAPIWholeHistoryAnswers counts the Session API's answers built from a whole history
+// (GET conversation, state, resume, transcripts) by route and source: "built" from the
+// history, "cached" (the same answer kept from an earlier build), "refused" (429: the
+// caller's history bytes per second were spent).
+var SessionAPIWholeHistoryAnswers = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "parley_session_api_whole_history_answers_total",
+	Help: "Session API answers built from a whole history, by route and source (built, cached, refused).",
+}, []string{"route", "source"})

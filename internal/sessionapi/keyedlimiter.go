@@ -32,10 +32,15 @@ func newKeyedLimiter(r Rate, maxKeys int, clock clockFunc) *keyedLimiter {
 
 // take takes one token from key's bucket now and says how long to wait when there is none
 // (zero: go ahead). A nil or disabled limiter always says go ahead.
-func (k *keyedLimiter) take(key string) time.Duration {
+func (k *keyedLimiter) take(key string) time.Duration { return k.takeN(key, 1) }
+
+// takeN is take for n tokens at once. An n larger than the burst takes the whole burst: a
+// full bucket admits it, and the bucket is empty after it.
+func (k *keyedLimiter) takeN(key string, n int) time.Duration {
 	if k == nil || k.rate.PerSecond <= 0 {
 		return 0
 	}
+	n = min(max(n, 1), max(k.rate.Burst, 1))
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	var limiter *rate.Limiter
@@ -46,7 +51,7 @@ func (k *keyedLimiter) take(key string) time.Duration {
 	}
 	k.buckets.Add(key, limiter, k.rate.refill()) // used now: it expires a refill from now
 	now := k.clock()
-	r := limiter.ReserveN(now, 1)
+	r := limiter.ReserveN(now, n)
 	if d := r.DelayFrom(now); d > 0 {
 		r.CancelAt(now)
 		return d

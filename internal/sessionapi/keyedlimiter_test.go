@@ -35,6 +35,23 @@ func TestKeyedLimiter(t *testing.T) {
 	}
 }
 
+// TestKeyedLimiterTakesMoreThanItsBurst: an amount larger than the burst is admitted from a
+// full bucket and empties it; the bucket then refills at its rate.
+func TestKeyedLimiterTakesMoreThanItsBurst(t *testing.T) {
+	now := time.Unix(0, 0)
+	k := newKeyedLimiter(Rate{PerSecond: 10, Burst: 100}, 3, func() time.Time { return now })
+	if d := k.takeN("a", 250); d != 0 {
+		t.Fatalf("250 from a full bucket of 100: wait %s, want none", d)
+	}
+	if d := k.takeN("a", 50); d != 5*time.Second {
+		t.Errorf("50 from the emptied bucket: wait %s, want 5s", d)
+	}
+	now = now.Add(5 * time.Second)
+	if d := k.takeN("a", 50); d != 0 {
+		t.Errorf("50 once refilled: wait %s, want none", d)
+	}
+}
+
 func TestBudget(t *testing.T) {
 	b := newBudget(3, 2)
 	for range 2 {

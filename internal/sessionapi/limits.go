@@ -3,6 +3,8 @@ package sessionapi
 import (
 	"flag"
 	"time"
+
+	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 )
 
 // Rate is a token bucket: PerSecond sustained, Burst at once. A PerSecond of zero or less
@@ -46,6 +48,16 @@ type Limits struct {
 	// while nothing else is held under it.
 	AnswerBytesInFlight            int64
 	AnswerBytesInFlightPerIdentity int64
+	// HistoryBytesPerIdentity bounds the history bytes of the whole-history answers (a
+	// conversation, its state, its resume bundle, its transcripts) one identity is served per
+	// second (429 past it): building one and writing it cost CPU in proportion to the
+	// history, whatever the request rate. Unless set, the burst admits one answer from the
+	// largest history a store keeps.
+	HistoryBytesPerIdentity Rate
+	// AnswerCacheBytes bounds the encoded whole-history answers a replica keeps to serve
+	// again while their conversation is unchanged (see wholehistory.go); an answer larger
+	// than it is not kept.
+	AnswerCacheBytes int64
 	// FollowsPerIdentity and FollowsPerConversation bound open follow streams (429 past them).
 	FollowsPerIdentity     int
 	FollowsPerConversation int
@@ -65,6 +77,7 @@ var DefaultLimits = Limits{
 	InFlight:        512, InFlightPerIdentity: 128,
 	BodyBytesInFlight: 128 << 20, BodyBytesInFlightPerIdentity: 32 << 20,
 	AnswerBytesInFlight: 128 << 20, AnswerBytesInFlightPerIdentity: 32 << 20,
+	HistoryBytesPerIdentity: Rate{PerSecond: 16 << 20, Burst: parleyv1alpha1.MaxHistoryBytes}, AnswerCacheBytes: 64 << 20,
 	FollowsPerIdentity: 16, FollowsPerConversation: 8,
 	FollowReauthorize: 30 * time.Second,
 }
@@ -83,6 +96,13 @@ func (l Limits) withDefaults() Limits {
 	fill(&l.BodyBytesInFlightPerIdentity, d.BodyBytesInFlightPerIdentity)
 	fill(&l.AnswerBytesInFlight, d.AnswerBytesInFlight)
 	fill(&l.AnswerBytesInFlightPerIdentity, d.AnswerBytesInFlightPerIdentity)
+	if l.HistoryBytesPerIdentity.PerSecond == 0 {
+		l.HistoryBytesPerIdentity = d.HistoryBytesPerIdentity
+	}
+	if l.HistoryBytesPerIdentity.Burst <= 0 {
+		l.HistoryBytesPerIdentity.Burst = max(int(2*l.HistoryBytesPerIdentity.PerSecond), parleyv1alpha1.MaxHistoryBytes)
+	}
+	fill(&l.AnswerCacheBytes, d.AnswerCacheBytes)
 	fill(&l.FollowsPerIdentity, d.FollowsPerIdentity)
 	fill(&l.FollowsPerConversation, d.FollowsPerConversation)
 	fill(&l.FollowReauthorize, d.FollowReauthorize)
@@ -126,6 +146,10 @@ func (l *Limits) Flags(fs *flag.FlagSet) {
 		"Encoded answer bytes a replica holds at once while clients read them (503 past it; one larger answer is served alone).")
 	fs.Int64Var(&l.AnswerBytesInFlightPerIdentity, "session-api-max-answer-bytes-in-flight-per-identity", d.AnswerBytesInFlightPerIdentity,
 		"Encoded answer bytes of one identity held at once while it reads them (429 past it; one larger answer is served alone).")
+	fs.Float64Var(&l.HistoryBytesPerIdentity.PerSecond, "session-api-identity-history-rate", d.HistoryBytesPerIdentity.PerSecond,
+		"History bytes per second of the whole-history answers (a conversation, its state, resume bundle and transcripts) one identity is served (429 past it; bursts of 256 MiB, the largest history).")
+	fs.Int64Var(&l.AnswerCacheBytes, "session-api-answer-cache-bytes", d.AnswerCacheBytes,
+		"Bytes of encoded whole-history answers a replica keeps to serve again while their conversation is unchanged (an answer larger than it is not kept).")
 	fs.IntVar(&l.FollowsPerIdentity, "session-api-max-follows-per-identity", d.FollowsPerIdentity,
 		"Open follow streams (GET messages?follow=true) of one identity (429 past it).")
 	fs.IntVar(&l.FollowsPerConversation, "session-api-max-follows-per-conversation", d.FollowsPerConversation,

@@ -58,19 +58,26 @@ func (s *Server) answerFromView(w http.ResponseWriter, r *http.Request, req *req
 	if p != nil {
 		return p
 	}
-	id, n := req.caller.identity(), int64(body.Len())
+	return s.writeAnswer(w, req, body.Bytes())
+}
+
+// writeAnswer writes an encoded answer, 200, within the answer budgets: every write counts
+// its answer's bytes while it lasts, even when it shares them with others (the answer cache).
+func (s *Server) writeAnswer(w http.ResponseWriter, req *request, body []byte) *wire.Problem {
+	id, n := req.caller.identity(), int64(len(body))
 	if p := refused(s.answers.acquireAlone(id, n), "answer bytes"); p != nil {
 		return p
 	}
 	defer s.answers.release(id, n)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(body.Bytes())
+	_, _ = w.Write(body)
 	return nil
 }
 
 func (s *Server) getConversation(w http.ResponseWriter, r *http.Request, req *request) *wire.Problem {
-	return s.answerFromView(w, r, req, func(v *journal.View) (any, *wire.Problem) {
+	route := routeName(http.MethodGet, "")
+	return s.answerWhole(w, r, req, route, route, func(v *journal.View) (any, *wire.Problem) {
 		out := wire.Conversation{
 			Namespace: req.conv.Namespace, Name: req.conv.Name, SessionID: req.conv.Status.SessionID,
 			Phase: string(req.conv.Status.Phase), Epoch: v.Epoch, Sequence: v.Sequence,

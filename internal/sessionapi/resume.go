@@ -27,7 +27,8 @@ func (s *Server) getResume(w http.ResponseWriter, r *http.Request, req *request)
 	if a := req.conv.Status.Agent; a != nil {
 		attempt = a.Attempt
 	}
-	return s.answerFromView(w, r, req, func(v *journal.View) (any, *wire.Problem) {
+	route := routeName(http.MethodGet, "/resume")
+	return s.answerWhole(w, r, req, route, route+"?turn="+strconv.Itoa(turn), func(v *journal.View) (any, *wire.Problem) {
 		state, cut, err := journal.Cut(&v.State, turn)
 		if errors.Is(err, journal.ErrTurnNotFound) {
 			return nil, problem(http.StatusUnprocessableEntity, wire.ProblemInvalid, "Unprocessable Entity", err.Error())

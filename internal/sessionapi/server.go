@@ -76,6 +76,9 @@ type Server struct {
 	requests, bodies, answers *budget
 	identityStreams           *budget
 	conversationStreams       *budget
+	// historyBytes charges whole-history answers to identities; answerCache keeps them.
+	historyBytes *keyedLimiter
+	answerCache  *answerCache
 }
 
 func (s *Server) setup() {
@@ -83,6 +86,8 @@ func (s *Server) setup() {
 		s.lim = s.Limits.withDefaults()
 		s.conversations = newKeyedLimiter(s.lim.PerConversation, maxLimiterKeys, clockFunc(s.clock))
 		s.identities = newKeyedLimiter(s.lim.PerIdentity, maxLimiterKeys, clockFunc(s.clock))
+		s.historyBytes = newKeyedLimiter(s.lim.HistoryBytesPerIdentity, maxLimiterKeys, clockFunc(s.clock))
+		s.answerCache = newAnswerCache(s.lim.AnswerCacheBytes)
 		s.requests = newBudget(int64(s.lim.InFlight), int64(s.lim.InFlightPerIdentity))
 		s.bodies = newBudget(s.lim.BodyBytesInFlight, s.lim.BodyBytesInFlightPerIdentity)
 		s.answers = newBudget(s.lim.AnswerBytesInFlight, s.lim.AnswerBytesInFlightPerIdentity)
@@ -212,6 +217,8 @@ func instrumented(route string, h http.Handler) http.Handler {
 type request struct {
 	conv   *parleyv1alpha1.Conversation
 	caller *caller
+	// retryAfter is when a handler's 429 or 503 may be retried (zero: in a second).
+	retryAfter time.Duration
 }
 
 type handler func(w http.ResponseWriter, r *http.Request, req *request) *wire.Problem
@@ -301,8 +308,9 @@ func (s *Server) checked(access Access, h handler, authn authentication, stream 
 			r, stop = s.reauthorizing(r, again, key, access)
 			defer stop()
 		}
-		if p := h(w, r, &request{conv: conv, caller: c}); p != nil {
-			writeProblem(w, p, time.Second)
+		req := &request{conv: conv, caller: c}
+		if p := h(w, r, req); p != nil {
+			writeProblem(w, p, max(req.retryAfter, time.Second))
 		}
 	}
 }

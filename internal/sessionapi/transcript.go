@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -68,7 +70,9 @@ func (s *Server) getTranscript(w http.ResponseWriter, r *http.Request, req *requ
 	if err != nil || limit == 0 {
 		return problem(400, wire.ProblemMalformed, "Bad Request", "limit must be a positive number")
 	}
-	return s.answerFromView(w, r, req, func(v *journal.View) (any, *wire.Problem) {
+	route := routeName(http.MethodGet, "/transcript")
+	params := url.Values{"subpath": {subpath}, "offset": {strconv.FormatUint(offset, 10)}, "limit": {strconv.FormatUint(limit, 10)}}
+	return s.answerWhole(w, r, req, route, route+"?"+params.Encode(), func(v *journal.View) (any, *wire.Problem) {
 		lines, exists, err := v.TranscriptLines(subpath)
 		if err != nil {
 			return nil, problem(503, wire.ProblemUnavailable, "Service Unavailable", "the transcript could not be written out: "+err.Error())
@@ -87,7 +91,8 @@ func (s *Server) getTranscript(w http.ResponseWriter, r *http.Request, req *requ
 }
 
 func (s *Server) listTranscripts(w http.ResponseWriter, r *http.Request, req *request) *wire.Problem {
-	return s.answerFromView(w, r, req, func(v *journal.View) (any, *wire.Problem) {
+	route := routeName(http.MethodGet, "/transcripts")
+	return s.answerWhole(w, r, req, route, route, func(v *journal.View) (any, *wire.Problem) {
 		out := wire.TranscriptIndex{SessionID: req.conv.Status.SessionID, Epoch: v.Epoch, Transcripts: []wire.TranscriptInfo{}}
 		// A transcript that holds only what Parley had before the agent's first line was last
 		// changed when the conversation was.

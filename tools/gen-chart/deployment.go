@@ -92,6 +92,8 @@ var sessionAPILimitArgs = [][3]string{
 	{"maxBodyBytesInFlightPerIdentity", "session-api-max-body-bytes-in-flight-per-identity", "int64"},
 	{"maxAnswerBytesInFlight", "session-api-max-answer-bytes-in-flight", "int64"},
 	{"maxAnswerBytesInFlightPerIdentity", "session-api-max-answer-bytes-in-flight-per-identity", "int64"},
+	{"identityHistoryRate", "session-api-identity-history-rate", ""},
+	{"answerCacheBytes", "session-api-answer-cache-bytes", "int64"},
 	{"maxFollowsPerIdentity", "session-api-max-follows-per-identity", "int"},
 	{"maxFollowsPerConversation", "session-api-max-follows-per-conversation", "int"},
 	{"followReauthorize", "session-api-follow-reauthorize", ""},

@@ -93,6 +93,9 @@ sessionAPI:
     maxBodyBytesInFlightPerIdentity:
     maxAnswerBytesInFlight:
     maxAnswerBytesInFlightPerIdentity:
+    # identityHistoryRate is in history bytes per second (bursts of 256 MiB).
+    identityHistoryRate:
+    answerCacheBytes:
     maxFollowsPerIdentity:
     maxFollowsPerConversation:
     followReauthorize:
