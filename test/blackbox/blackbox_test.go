@@ -53,6 +53,7 @@ func TestBlackBox(t *testing.T) {
 	e.run(t, "a squatted final Checkpoint name leaves the history in place", func(t *testing.T) { squattedArchiveKeepsTheHistory(ctx, t, e) })
 	e.run(t, "a reader that never reads does not delay appends", func(t *testing.T) { stalledReaderDelaysNothing(ctx, t, e) })
 	e.run(t, "answers nobody reads are held within a budget", func(t *testing.T) { answersHeldAreBounded(ctx, t, e) })
+	e.run(t, "a loop of whole-history reads leaves the manager's CPU to others", func(t *testing.T) { wholeHistoryReadsAreBounded(ctx, t, e) })
 	e.run(t, "forced compactions keep a minimum interval", func(t *testing.T) { forcedCompactionInterval(ctx, t, e) })
 
 	e.mustBeAlive(t)

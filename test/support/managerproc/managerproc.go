@@ -112,3 +112,31 @@ func (p *Process) PeakRSS() (int64, error) {
 	}
 	return 0, errors.New("no VmHWM in /proc/PID/status")
 }
+
+// clockTicks is the unit of /proc/PID/stat's CPU times (USER_HZ: 100 on every Linux ABI).
+const clockTicks = 100
+
+// CPUTime is the CPU time (user and system) the process has used so far (utime and stime of
+// /proc/PID/stat).
+func (p *Process) CPUTime() (time.Duration, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.PID()))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces; the fields after its closing parenthesis
+	// start at field 3, so utime (14) and stime (15) are the 12th and 13th of them.
+	_, rest, ok := strings.Cut(string(raw), ") ")
+	fields := strings.Fields(rest)
+	if !ok || len(fields) < 13 {
+		return 0, errors.New("managerproc: /proc/PID/stat has no CPU times")
+	}
+	var ticks int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, err
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
