@@ -19,9 +19,9 @@ var SessionAPIDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 }, []string{"route"})
 
 // SessionAPIWholeHistoryAnswers counts the Session API's answers built from a whole history
-// (GET conversation, state, resume, transcripts) by route and source: "built" from the
-// history, "cached" (the same answer kept from an earlier build), "refused" (429: the
-// caller's history bytes per second were spent).
+// (GET conversation, state, resume, transcripts; for GET transcript, the renderings its pages
+// are cut from) by route and source: "built" from the history, "cached" (kept from an
+// earlier build), "refused" (429: the caller's history bytes per second were spent).
 var SessionAPIWholeHistoryAnswers = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "parley_session_api_whole_history_answers_total",
 	Help: "Session API answers built from a whole history, by route and source (built, cached, refused).",

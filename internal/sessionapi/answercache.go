@@ -18,15 +18,16 @@ type answerCache struct {
 }
 
 type cachedAnswer struct {
-	key  answerKey
-	body []byte
+	key   answerKey
+	value any
+	size  int64
 }
 
 func newAnswerCache(limit int64) *answerCache {
 	return &answerCache{limit: limit, order: list.New(), byKey: map[answerKey]*list.Element{}}
 }
 
-func (c *answerCache) get(key answerKey) ([]byte, bool) {
+func (c *answerCache) get(key answerKey) (any, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.byKey[key]
@@ -34,11 +35,11 @@ func (c *answerCache) get(key answerKey) ([]byte, bool) {
 		return nil, false
 	}
 	c.order.MoveToFront(e)
-	return e.Value.(*cachedAnswer).body, true
+	return e.Value.(*cachedAnswer).value, true
 }
 
-func (c *answerCache) put(key answerKey, body []byte) {
-	n := int64(len(body))
+// put keeps value, which holds n bytes, under key.
+func (c *answerCache) put(key answerKey, value any, n int64) {
 	if n > c.limit {
 		return
 	}
@@ -50,14 +51,14 @@ func (c *answerCache) put(key answerKey, body []byte) {
 	for c.used+n > c.limit {
 		c.remove(c.order.Back())
 	}
-	c.byKey[key] = c.order.PushFront(&cachedAnswer{key: key, body: body})
+	c.byKey[key] = c.order.PushFront(&cachedAnswer{key: key, value: value, size: n})
 	c.used += n
 }
 
 func (c *answerCache) remove(e *list.Element) {
 	a := c.order.Remove(e).(*cachedAnswer)
 	delete(c.byKey, a.key)
-	c.used -= int64(len(a.body))
+	c.used -= a.size
 }
 
 // bytes is what the kept answers hold.

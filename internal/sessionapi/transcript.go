@@ -1,16 +1,17 @@
 package sessionapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/parley-dev/parley/internal/journal"
+	"github.com/parley-dev/parley/internal/metrics"
 	"github.com/parley-dev/parley/pkg/wire"
 )
 
@@ -70,24 +71,58 @@ func (s *Server) getTranscript(w http.ResponseWriter, r *http.Request, req *requ
 	if err != nil || limit == 0 {
 		return problem(400, wire.ProblemMalformed, "Bad Request", "limit must be a positive number")
 	}
-	route := routeName(http.MethodGet, "/transcript")
-	params := url.Values{"subpath": {subpath}, "offset": {strconv.FormatUint(offset, 10)}, "limit": {strconv.FormatUint(limit, 10)}}
-	return s.answerWhole(w, r, req, route, route+"?"+params.Encode(), func(v *journal.View) (any, *wire.Problem) {
-		lines, exists, err := v.TranscriptLines(subpath)
-		if err != nil {
-			return nil, problem(503, wire.ProblemUnavailable, "Service Unavailable", "the transcript could not be written out: "+err.Error())
+	return s.answerFromView(w, r, req, func(v *journal.View) (any, *wire.Problem) {
+		t, p := s.transcriptLines(req, v, subpath)
+		if p != nil {
+			return nil, p
 		}
-		page := wire.TranscriptPage{Subpath: subpath, Epoch: v.Epoch, Exists: exists, Entries: []json.RawMessage{}}
-		start := min(int(offset), len(lines))
-		end := start + min(int(limit), maxTranscriptPage, len(lines)-start)
-		for _, l := range lines[start:end] {
+		page := wire.TranscriptPage{Subpath: subpath, Epoch: v.Epoch, Exists: t.exists, Entries: []json.RawMessage{}}
+		start := min(int(offset), len(t.lines))
+		end := start + min(int(limit), maxTranscriptPage, len(t.lines)-start)
+		for _, l := range t.lines[start:end] {
 			page.Entries = append(page.Entries, json.RawMessage(l))
 		}
-		if end < len(lines) {
+		if end < len(t.lines) {
 			page.Next = end
 		}
 		return page, nil
 	})
+}
+
+// renderedTranscript is a transcript's lines as the view renders them.
+type renderedTranscript struct {
+	lines  []jsontext.Value
+	exists bool
+}
+
+// transcriptLines renders subpath's transcript from v, or takes the rendering kept since the
+// history last changed. A rendering exports what the epoch held before the agent's first
+// line, a cost of the whole history: it is charged and kept as a whole-history answer
+// (wholehistory.go), so a client reading the pages one after the other pays for one
+// rendering. It is a copy: the view's own bytes are never shared past its hold.
+func (s *Server) transcriptLines(req *request, v *journal.View, subpath string) (renderedTranscript, *wire.Problem) {
+	const metric = "GET transcript"
+	key := wholeKey(req, v, metric+"?"+url.Values{"subpath": {subpath}}.Encode())
+	if cached, ok := s.answerCache.get(key); ok {
+		metrics.SessionAPIWholeHistoryAnswers.WithLabelValues(metric, "cached").Inc()
+		return cached.(renderedTranscript), nil
+	}
+	if p := s.chargeWhole(req, v, metric); p != nil {
+		return renderedTranscript{}, p
+	}
+	lines, exists, err := v.TranscriptLines(subpath)
+	if err != nil {
+		return renderedTranscript{}, problem(503, wire.ProblemUnavailable, "Service Unavailable", "the transcript could not be written out: "+err.Error())
+	}
+	out := renderedTranscript{lines: make([]jsontext.Value, len(lines)), exists: exists}
+	var size int64
+	for i, l := range lines {
+		out.lines[i] = bytes.Clone(l)
+		size += int64(len(l))
+	}
+	metrics.SessionAPIWholeHistoryAnswers.WithLabelValues(metric, "built").Inc()
+	s.answerCache.put(key, out, size)
+	return out, nil
 }
 
 func (s *Server) listTranscripts(w http.ResponseWriter, r *http.Request, req *request) *wire.Problem {

@@ -21,7 +21,10 @@ import (
 //   - Each such answer is charged the view's history bytes to the caller's identity
 //     (Limits.HistoryBytesPerIdentity), before anything is built or written: past its rate
 //     the answer is 429 with the Retry-After of the bucket. Varying the parameters (another
-//     ?turn each time) changes nothing to the charge.
+//     ?turn each time) changes nothing to the charge. A transcript is read in pages: its
+//     rendering is what costs the history (an export of what the epoch held before the
+//     agent's first line), so the rendering is charged and kept, and its pages are cut from
+//     it, each as cheap as a page of messages (transcript.go).
 //   - An answer is kept, encoded, in a per-replica cache bounded in bytes (Limits.
 //     AnswerCacheBytes), under the key of everything it is built from (answerKey). The view
 //     is held by one request at a time and the cache is read under it: identical requests
@@ -48,16 +51,13 @@ type answerKey struct {
 func (s *Server) answerWhole(w http.ResponseWriter, r *http.Request, req *request, metric, route string, fn func(v *journal.View) (any, *wire.Problem)) *wire.Problem {
 	var body []byte
 	p := s.withView(r, req, func(v *journal.View) *wire.Problem {
-		if wait := s.historyBytes.takeN(req.caller.identity(), int(v.HistoryBytes())); wait > 0 {
-			metrics.SessionAPIWholeHistoryAnswers.WithLabelValues(metric, "refused").Inc()
-			req.retryAfter = wait
-			return problem(http.StatusTooManyRequests, wire.ProblemOverloaded, "Too Many Requests",
-				"this identity's answers from whole histories passed its history bytes per second")
+		if p := s.chargeWhole(req, v, metric); p != nil {
+			return p
 		}
-		key := answerKey{uid: req.conv.UID, resourceVersion: req.conv.ResourceVersion, epoch: v.Epoch, sequence: v.Sequence, route: route}
+		key := wholeKey(req, v, route)
 		if cached, ok := s.answerCache.get(key); ok {
 			metrics.SessionAPIWholeHistoryAnswers.WithLabelValues(metric, "cached").Inc()
-			body = cached
+			body = cached.([]byte)
 			return nil
 		}
 		out, p := fn(v)
@@ -70,11 +70,29 @@ func (s *Server) answerWhole(w http.ResponseWriter, r *http.Request, req *reques
 		}
 		metrics.SessionAPIWholeHistoryAnswers.WithLabelValues(metric, "built").Inc()
 		body = buf.Bytes()
-		s.answerCache.put(key, body)
+		s.answerCache.put(key, body, int64(len(body)))
 		return nil
 	})
 	if p != nil {
 		return p
 	}
 	return s.writeAnswer(w, req, body)
+}
+
+// chargeWhole charges the view's history bytes to the caller's identity, or answers 429 with
+// the time until they are there again.
+func (s *Server) chargeWhole(req *request, v *journal.View, metric string) *wire.Problem {
+	wait := s.historyBytes.takeN(req.caller.identity(), int(v.HistoryBytes()))
+	if wait <= 0 {
+		return nil
+	}
+	metrics.SessionAPIWholeHistoryAnswers.WithLabelValues(metric, "refused").Inc()
+	req.retryAfter = wait
+	return problem(http.StatusTooManyRequests, wire.ProblemOverloaded, "Too Many Requests",
+		"this identity's answers from whole histories passed its history bytes per second")
+}
+
+// wholeKey is the answerKey of route's answer from v for req's Conversation.
+func wholeKey(req *request, v *journal.View, route string) answerKey {
+	return answerKey{uid: req.conv.UID, resourceVersion: req.conv.ResourceVersion, epoch: v.Epoch, sequence: v.Sequence, route: route}
 }

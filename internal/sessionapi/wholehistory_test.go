@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 	"github.com/parley-dev/parley/internal/journal"
 	"github.com/parley-dev/parley/internal/metrics"
 	"github.com/parley-dev/parley/pkg/wire"
@@ -23,6 +25,20 @@ func get(h http.Handler, path string) *httptest.ResponseRecorder {
 	req.Header.Set("Authorization", "Bearer reader")
 	h.ServeHTTP(rec, req)
 	return rec
+}
+
+// historyBytes is what a whole-history answer from conv's history costs.
+func historyBytes(t *testing.T, srv *Server, conv *parleyv1alpha1.Conversation) int {
+	t.Helper()
+	live, err := srv.Sessions.Open(t.Context(), conv, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var size int
+	if err := live.With(t.Context(), func(v *journal.View) error { size = int(v.HistoryBytes()); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return size
 }
 
 // resumeAnswers is how many GET …/resume answers came from source (built, cached, refused).
@@ -87,14 +103,7 @@ func TestCachedAnswerFollowsTheHistory(t *testing.T) {
 // passed the next is served.
 func TestWholeHistoryAnswersPastTheRateGet429(t *testing.T) {
 	srv, conv := testServer(t)
-	live, err := srv.Sessions.Open(t.Context(), conv, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var size int
-	if err := live.With(t.Context(), func(v *journal.View) error { size = int(v.HistoryBytes()); return nil }); err != nil {
-		t.Fatal(err)
-	}
+	size := historyBytes(t, srv, conv)
 	// Three answers at once, then one every 10 s.
 	srv.Limits = Limits{HistoryBytesPerIdentity: Rate{PerSecond: float64(size) / 10, Burst: 3 * size}}
 	now := time.Unix(1_700_000_000, 0)
@@ -125,5 +134,36 @@ func TestWholeHistoryAnswersPastTheRateGet429(t *testing.T) {
 	}
 	if rec := get(h, "/state"); rec.Code != http.StatusTooManyRequests {
 		t.Fatalf("GET /state right after: %d, want 429", rec.Code)
+	}
+}
+
+// TestTranscriptPagesShareOneRendering: a client reading a transcript page by page pays for
+// one rendering of it: with history bytes for one answer, every page is served.
+func TestTranscriptPagesShareOneRendering(t *testing.T) {
+	srv, conv := testServer(t)
+	size := historyBytes(t, srv, conv)
+	srv.Limits = Limits{HistoryBytesPerIdentity: Rate{PerSecond: 1, Burst: size}}
+	h := srv.Handler()
+	built := testutil.ToFloat64(metrics.SessionAPIWholeHistoryAnswers.WithLabelValues("GET transcript", "built"))
+	pages := 0
+	for offset := 0; ; pages++ {
+		rec := get(h, "/transcript?limit=1&offset="+strconv.Itoa(offset))
+		if rec.Code != http.StatusOK {
+			t.Fatalf("page %d of the transcript: %d %s", pages+1, rec.Code, rec.Body)
+		}
+		var page wire.TranscriptPage
+		if err := json.Unmarshal(rec.Body.Bytes(), &page); err != nil {
+			t.Fatal(err)
+		}
+		if page.Next == 0 {
+			break
+		}
+		offset = page.Next
+	}
+	if pages < 2 {
+		t.Fatalf("the transcript fits one page of one line (%d): the case tests nothing", pages+1)
+	}
+	if n := testutil.ToFloat64(metrics.SessionAPIWholeHistoryAnswers.WithLabelValues("GET transcript", "built")) - built; n != 1 {
+		t.Errorf("%d pages rendered the transcript %v times, want once", pages+1, n)
 	}
 }
