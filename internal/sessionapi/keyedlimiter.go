@@ -43,20 +43,57 @@ func (k *keyedLimiter) takeN(key string, n int) time.Duration {
 	n = min(max(n, 1), max(k.rate.Burst, 1))
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	now := k.clock()
+	r := k.bucket(key).ReserveN(now, n)
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return d
+	}
+	return 0
+}
+
+// owed says how long key's bucket stays in debt (zero: it is not in debt): a caller that spent
+// more than it had waits that long before it is charged again.
+func (k *keyedLimiter) owed(key string) time.Duration {
+	if k == nil || k.rate.PerSecond <= 0 {
+		return 0
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	v, ok := k.buckets.Get(key)
+	if !ok {
+		return 0 // a bucket expires only once full
+	}
+	tokens := v.(*rate.Limiter).TokensAt(k.clock())
+	if tokens >= 0 {
+		return 0
+	}
+	return time.Duration(-tokens / k.rate.PerSecond * float64(time.Second))
+}
+
+// spend takes n tokens from key's bucket after the fact, into debt when it has fewer: for work
+// whose cost is known only once it is done. An n larger than the burst takes the burst.
+func (k *keyedLimiter) spend(key string, n int) {
+	if k == nil || k.rate.PerSecond <= 0 {
+		return
+	}
+	n = min(max(n, 1), max(k.rate.Burst, 1))
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	_ = k.bucket(key).ReserveN(k.clock(), n) // kept: the debt is what the next charge waits for
+}
+
+// bucket is key's bucket, made full when it has none, marked used now: it expires a refill
+// from now. k.mu must be held.
+func (k *keyedLimiter) bucket(key string) *rate.Limiter {
 	var limiter *rate.Limiter
 	if v, ok := k.buckets.Get(key); ok {
 		limiter = v.(*rate.Limiter)
 	} else {
 		limiter = rate.NewLimiter(rate.Limit(k.rate.PerSecond), max(k.rate.Burst, 1))
 	}
-	k.buckets.Add(key, limiter, k.rate.refill()) // used now: it expires a refill from now
-	now := k.clock()
-	r := limiter.ReserveN(now, n)
-	if d := r.DelayFrom(now); d > 0 {
-		r.CancelAt(now)
-		return d
-	}
-	return 0
+	k.buckets.Add(key, limiter, k.rate.refill())
+	return limiter
 }
 
 // size is how many buckets are kept and not expired.

@@ -43,8 +43,21 @@ func (s *Server) withView(r *http.Request, req *request, fn func(v *journal.View
 // reconcile and compaction go on. The buffer is the size of the answer and lives as long as
 // the write, so it is held only within the answer budgets (429 or 503 past them): clients
 // that never read cannot pile up answers until the replica runs out of memory.
-func (s *Server) answerFromView(w http.ResponseWriter, r *http.Request, req *request, fn func(v *journal.View) (any, *wire.Problem)) *wire.Problem {
+//
+// With charged, its CPU is charged as a whole-history answer's is (wholehistory.go), by the
+// bytes it encodes: a page of a thousand large messages costs what a whole history does. The
+// size is known once the page is encoded, so it is charged then, into debt if need be, and a
+// caller in debt is refused before anything more is built for it. (A transcript's pages are
+// not: its whole rendering was charged.)
+func (s *Server) answerFromView(w http.ResponseWriter, r *http.Request, req *request, charged bool, fn func(v *journal.View) (any, *wire.Problem)) *wire.Problem {
 	var body bytes.Buffer
+	if charged {
+		id := req.caller.identity()
+		if wait := s.historyBytes.owed(id); wait > 0 {
+			return historyBytesRefused(req, wait)
+		}
+		defer func() { s.historyBytes.spend(id, body.Len()) }()
+	}
 	p := s.withView(r, req, func(v *journal.View) *wire.Problem {
 		out, p := fn(v)
 		if p != nil {
@@ -108,7 +121,7 @@ func (s *Server) getMessages(w http.ResponseWriter, r *http.Request, req *reques
 		return problem(400, wire.ProblemMalformed, "Bad Request", "limit must be a positive number")
 	}
 	limit = min(limit, uint64(s.limits().MaxPage))
-	return s.answerFromView(w, r, req, func(v *journal.View) (any, *wire.Problem) {
+	return s.answerFromView(w, r, req, true, func(v *journal.View) (any, *wire.Problem) {
 		msgs := v.State.Messages
 		start := sort.Search(len(msgs), func(i int) bool { return uint64(msgs[i].Seq) > after })
 		end := min(len(msgs), start+int(limit))

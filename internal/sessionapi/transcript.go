@@ -71,7 +71,7 @@ func (s *Server) getTranscript(w http.ResponseWriter, r *http.Request, req *requ
 	if err != nil || limit == 0 {
 		return problem(400, wire.ProblemMalformed, "Bad Request", "limit must be a positive number")
 	}
-	return s.answerFromView(w, r, req, func(v *journal.View) (any, *wire.Problem) {
+	return s.answerFromView(w, r, req, false, func(v *journal.View) (any, *wire.Problem) {
 		t, p := s.transcriptLines(req, v, subpath)
 		if p != nil {
 			return nil, p

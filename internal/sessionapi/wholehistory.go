@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -87,9 +88,15 @@ func (s *Server) chargeWhole(req *request, v *journal.View, metric string) *wire
 		return nil
 	}
 	metrics.SessionAPIWholeHistoryAnswers.WithLabelValues(metric, "refused").Inc()
+	return historyBytesRefused(req, wait)
+}
+
+// historyBytesRefused is the 429 of a caller past its history bytes per second, to retry after
+// wait.
+func historyBytesRefused(req *request, wait time.Duration) *wire.Problem {
 	req.retryAfter = wait
 	return problem(http.StatusTooManyRequests, wire.ProblemOverloaded, "Too Many Requests",
-		"this identity's answers from whole histories passed its history bytes per second")
+		"this identity's answers from histories passed its history bytes per second")
 }
 
 // wholeKey is the answerKey of route's answer from v for req's Conversation.

@@ -167,3 +167,28 @@ func TestTranscriptPagesShareOneRendering(t *testing.T) {
 		t.Errorf("%d pages rendered the transcript %v times, want once", pages+1, n)
 	}
 }
+
+// TestMessagePagesArePaidByTheirBytes: pages of messages are charged their encoded bytes to the
+// same bucket as whole-history answers, after they are built; a caller in debt is refused
+// before its next page is built, with the time the debt takes to pay.
+func TestMessagePagesArePaidByTheirBytes(t *testing.T) {
+	srv, _ := testServer(t)
+	srv.Limits = Limits{HistoryBytesPerIdentity: Rate{PerSecond: 100, Burst: 10}}
+	now := time.Unix(1_700_000_000, 0)
+	srv.now = func() time.Time { return now }
+	h := srv.Handler()
+	for i := range 2 { // the first takes the burst, the second goes into debt
+		if rec := get(h, "/messages"); rec.Code != http.StatusOK || rec.Body.Len() <= 10 {
+			t.Fatalf("page %d: %d, %d bytes; want 200 and a page larger than the burst", i+1, rec.Code, rec.Body.Len())
+		}
+	}
+	rec := get(h, "/messages")
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "1" ||
+		!strings.Contains(rec.Body.String(), "history bytes per second") {
+		t.Fatalf("a page in debt: %d Retry-After %q %s; want 429 after 1 s naming the bound", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+	}
+	now = now.Add(time.Second)
+	if rec := get(h, "/messages"); rec.Code != http.StatusOK {
+		t.Fatalf("after Retry-After: %d %s", rec.Code, rec.Body)
+	}
+}
