@@ -37,19 +37,27 @@ func (k *keyedLimiter) take(key string) time.Duration { return k.takeN(key, 1) }
 // takeN is take for n tokens at once. An n larger than the burst takes the whole burst: a
 // full bucket admits it, and the bucket is empty after it.
 func (k *keyedLimiter) takeN(key string, n int) time.Duration {
+	wait, _ := k.reserveN(key, n, k.clock())
+	return wait
+}
+
+// reserveN is takeN at now, for a charge to several buckets at once: when the tokens are
+// there it takes them and returns undo, which puts them back (at the same now: a charge
+// another bucket refused costs this one nothing); when they are not it takes none and says
+// how long to wait. undo is never nil.
+func (k *keyedLimiter) reserveN(key string, n int, now time.Time) (wait time.Duration, undo func()) {
 	if k == nil || k.rate.PerSecond <= 0 {
-		return 0
+		return 0, func() {}
 	}
 	n = min(max(n, 1), max(k.rate.Burst, 1))
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	now := k.clock()
 	r := k.bucket(key).ReserveN(now, n)
 	if d := r.DelayFrom(now); d > 0 {
 		r.CancelAt(now)
-		return d
+		return d, func() {}
 	}
-	return 0
+	return 0, func() { r.CancelAt(now) }
 }
 
 // owed says how long key's bucket stays in debt (zero: it is not in debt): a caller that spent

@@ -54,6 +54,11 @@ type Limits struct {
 	// history, whatever the request rate. Unless set, the burst admits one answer from the
 	// largest history a store keeps.
 	HistoryBytesPerIdentity Rate
+	// HistoryBytesPerNamespace bounds the same bytes for all the identities that read the
+	// conversations of one namespace together (429 past it): a tenant runs as many identities
+	// (pods, ServiceAccounts) as it likes. Unless set, the burst admits one answer from the
+	// largest history a store keeps.
+	HistoryBytesPerNamespace Rate
 	// AnswerCacheBytes bounds the encoded whole-history answers a replica keeps to serve
 	// again while their conversation is unchanged (see wholehistory.go); an answer larger
 	// than it is not kept.
@@ -77,8 +82,10 @@ var DefaultLimits = Limits{
 	InFlight:        512, InFlightPerIdentity: 128,
 	BodyBytesInFlight: 128 << 20, BodyBytesInFlightPerIdentity: 32 << 20,
 	AnswerBytesInFlight: 128 << 20, AnswerBytesInFlightPerIdentity: 32 << 20,
-	HistoryBytesPerIdentity: Rate{PerSecond: 16 << 20, Burst: parleyv1alpha1.MaxHistoryBytes}, AnswerCacheBytes: 64 << 20,
-	FollowsPerIdentity: 16, FollowsPerConversation: 8,
+	HistoryBytesPerIdentity:  Rate{PerSecond: 16 << 20, Burst: parleyv1alpha1.MaxHistoryBytes},
+	HistoryBytesPerNamespace: Rate{PerSecond: 64 << 20, Burst: parleyv1alpha1.MaxHistoryBytes},
+	AnswerCacheBytes:         64 << 20,
+	FollowsPerIdentity:       16, FollowsPerConversation: 8,
 	FollowReauthorize: 30 * time.Second,
 }
 
@@ -96,12 +103,8 @@ func (l Limits) withDefaults() Limits {
 	fill(&l.BodyBytesInFlightPerIdentity, d.BodyBytesInFlightPerIdentity)
 	fill(&l.AnswerBytesInFlight, d.AnswerBytesInFlight)
 	fill(&l.AnswerBytesInFlightPerIdentity, d.AnswerBytesInFlightPerIdentity)
-	if l.HistoryBytesPerIdentity.PerSecond == 0 {
-		l.HistoryBytesPerIdentity = d.HistoryBytesPerIdentity
-	}
-	if l.HistoryBytesPerIdentity.Burst <= 0 {
-		l.HistoryBytesPerIdentity.Burst = max(int(2*l.HistoryBytesPerIdentity.PerSecond), parleyv1alpha1.MaxHistoryBytes)
-	}
+	fillHistoryRate(&l.HistoryBytesPerIdentity, d.HistoryBytesPerIdentity)
+	fillHistoryRate(&l.HistoryBytesPerNamespace, d.HistoryBytesPerNamespace)
 	fill(&l.AnswerCacheBytes, d.AnswerCacheBytes)
 	fill(&l.FollowsPerIdentity, d.FollowsPerIdentity)
 	fill(&l.FollowsPerConversation, d.FollowsPerConversation)
@@ -123,6 +126,17 @@ func fillRate(r *Rate, d Rate) {
 	}
 	if r.Burst <= 0 {
 		r.Burst = max(int(2*r.PerSecond), 1)
+	}
+}
+
+// fillHistoryRate is fillRate for history bytes: the burst is at least the largest history,
+// so that one answer of any history is served from a full bucket.
+func fillHistoryRate(r *Rate, d Rate) {
+	if r.PerSecond == 0 {
+		*r = d
+	}
+	if r.Burst <= 0 {
+		r.Burst = max(int(2*r.PerSecond), parleyv1alpha1.MaxHistoryBytes)
 	}
 }
 
@@ -148,6 +162,8 @@ func (l *Limits) Flags(fs *flag.FlagSet) {
 		"Encoded answer bytes of one identity held at once while it reads them (429 past it; one larger answer is served alone).")
 	fs.Float64Var(&l.HistoryBytesPerIdentity.PerSecond, "session-api-identity-history-rate", d.HistoryBytesPerIdentity.PerSecond,
 		"History bytes per second of the whole-history answers (a conversation, its state, resume bundle and transcripts) one identity is served (429 past it; bursts of 256 MiB, the largest history).")
+	fs.Float64Var(&l.HistoryBytesPerNamespace.PerSecond, "session-api-namespace-history-rate", d.HistoryBytesPerNamespace.PerSecond,
+		"History bytes per second of the same answers all identities together are served from the conversations of one namespace (429 past it; bursts of 256 MiB).")
 	fs.Int64Var(&l.AnswerCacheBytes, "session-api-answer-cache-bytes", d.AnswerCacheBytes,
 		"Bytes of encoded whole-history answers a replica keeps to serve again while their conversation is unchanged (an answer larger than it is not kept).")
 	fs.IntVar(&l.FollowsPerIdentity, "session-api-max-follows-per-identity", d.FollowsPerIdentity,

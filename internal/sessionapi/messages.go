@@ -46,17 +46,17 @@ func (s *Server) withView(r *http.Request, req *request, fn func(v *journal.View
 //
 // With charged, its CPU is charged as a whole-history answer's is (wholehistory.go), by the
 // bytes it encodes: a page of a thousand large messages costs what a whole history does. The
-// size is known once the page is encoded, so it is charged then, into debt if need be, and a
-// caller in debt is refused before anything more is built for it. (A transcript's pages are
+// size is known once the page is encoded, so it is charged then to both buckets, into debt if
+// need be, and a caller whose identity or namespace is in debt is refused before anything
+// more is built for it. (A transcript's pages are
 // not: its whole rendering was charged.)
 func (s *Server) answerFromView(w http.ResponseWriter, r *http.Request, req *request, charged bool, fn func(v *journal.View) (any, *wire.Problem)) *wire.Problem {
 	var body bytes.Buffer
 	if charged {
-		id := req.caller.identity()
-		if wait := s.historyBytes.owed(id); wait > 0 {
-			return historyBytesRefused(req, wait)
+		if p := s.historyBytesOwed(req); p != nil {
+			return p
 		}
-		defer func() { s.historyBytes.spend(id, body.Len()) }()
+		defer func() { s.spendHistoryBytes(req, body.Len()) }()
 	}
 	p := s.withView(r, req, func(v *journal.View) *wire.Problem {
 		out, p := fn(v)

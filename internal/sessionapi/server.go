@@ -76,8 +76,9 @@ type Server struct {
 	requests, bodies, answers *budget
 	identityStreams           *budget
 	conversationStreams       *budget
-	// historyBytes charges whole-history answers to identities; answerCache keeps them.
-	historyBytes *keyedLimiter
+	// historyBytes charges whole-history answers to identities and namespaces; answerCache
+	// keeps them.
+	historyBytes historyBuckets
 	answerCache  *answerCache
 }
 
@@ -86,7 +87,10 @@ func (s *Server) setup() {
 		s.lim = s.Limits.withDefaults()
 		s.conversations = newKeyedLimiter(s.lim.PerConversation, maxLimiterKeys, clockFunc(s.clock))
 		s.identities = newKeyedLimiter(s.lim.PerIdentity, maxLimiterKeys, clockFunc(s.clock))
-		s.historyBytes = newKeyedLimiter(s.lim.HistoryBytesPerIdentity, maxLimiterKeys, clockFunc(s.clock))
+		s.historyBytes = historyBuckets{
+			identity:  newKeyedLimiter(s.lim.HistoryBytesPerIdentity, maxLimiterKeys, clockFunc(s.clock)),
+			namespace: newKeyedLimiter(s.lim.HistoryBytesPerNamespace, maxLimiterKeys, clockFunc(s.clock)),
+		}
 		s.answerCache = newAnswerCache(s.lim.AnswerCacheBytes)
 		s.requests = newBudget(int64(s.lim.InFlight), int64(s.lim.InFlightPerIdentity))
 		s.bodies = newBudget(s.lim.BodyBytesInFlight, s.lim.BodyBytesInFlightPerIdentity)

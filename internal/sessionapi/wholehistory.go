@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -20,8 +19,9 @@ import (
 // asking again and again, so:
 //
 //   - Each such answer is charged the view's history bytes to the caller's identity
-//     (Limits.HistoryBytesPerIdentity), before anything is built or written: past its rate
-//     the answer is 429 with the Retry-After of the bucket. Varying the parameters (another
+//     (Limits.HistoryBytesPerIdentity) and to the conversation's namespace (Limits.
+//     HistoryBytesPerNamespace), before anything is built or written: past either rate the
+//     answer is 429 with the Retry-After of the slower bucket. Varying the parameters (another
 //     ?turn each time) changes nothing to the charge. A transcript is read in pages: its
 //     rendering is what costs the history (an export of what the epoch held before the
 //     agent's first line), so the rendering is charged and kept, and its pages are cut from
@@ -80,23 +80,15 @@ func (s *Server) answerWhole(w http.ResponseWriter, r *http.Request, req *reques
 	return s.writeAnswer(w, req, body)
 }
 
-// chargeWhole charges the view's history bytes to the caller's identity, or answers 429 with
-// the time until they are there again.
+// chargeWhole charges the view's history bytes to the caller's identity and the
+// conversation's namespace (historybytes.go), or answers 429 with the time until both hold
+// them again.
 func (s *Server) chargeWhole(req *request, v *journal.View, metric string) *wire.Problem {
-	wait := s.historyBytes.takeN(req.caller.identity(), int(v.HistoryBytes()))
-	if wait <= 0 {
-		return nil
+	p := s.takeHistoryBytes(req, int(v.HistoryBytes()))
+	if p != nil {
+		metrics.SessionAPIWholeHistoryAnswers.WithLabelValues(metric, "refused").Inc()
 	}
-	metrics.SessionAPIWholeHistoryAnswers.WithLabelValues(metric, "refused").Inc()
-	return historyBytesRefused(req, wait)
-}
-
-// historyBytesRefused is the 429 of a caller past its history bytes per second, to retry after
-// wait.
-func historyBytesRefused(req *request, wait time.Duration) *wire.Problem {
-	req.retryAfter = wait
-	return problem(http.StatusTooManyRequests, wire.ProblemOverloaded, "Too Many Requests",
-		"this identity's answers from histories passed its history bytes per second")
+	return p
 }
 
 // wholeKey is the answerKey of route's answer from v for req's Conversation.

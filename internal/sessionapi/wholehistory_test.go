@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	parleyv1alpha1 "github.com/parley-dev/parley/api/v1alpha1"
 	"github.com/parley-dev/parley/internal/journal"
@@ -20,11 +21,25 @@ import (
 
 // get serves GET path of the test conversation to h.
 func get(h http.Handler, path string) *httptest.ResponseRecorder {
+	return getAs(h, "reader", "/v1/namespaces/ns/conversations/c"+path)
+}
+
+// getAs serves GET path to h with token.
+func getAs(h http.Handler, token, path string) *httptest.ResponseRecorder {
 	rec := httptest.NewRecorder()
-	req := httptest.NewRequest(http.MethodGet, "/v1/namespaces/ns/conversations/c"+path, http.NoBody)
-	req.Header.Set("Authorization", "Bearer reader")
+	req := httptest.NewRequest(http.MethodGet, path, http.NoBody)
+	req.Header.Set("Authorization", "Bearer "+token)
 	h.ServeHTTP(rec, req)
 	return rec
+}
+
+// inOtherNamespace makes srv read, beside conv, a Conversation c of namespace other with the
+// same history.
+func inOtherNamespace(srv *Server, conv *parleyv1alpha1.Conversation) {
+	same, other := conv.DeepCopy(), conv.DeepCopy()
+	same.ResourceVersion = ""
+	other.Namespace, other.UID, other.ResourceVersion = "other", "other-uid", ""
+	srv.Reader = fake.NewClientBuilder().WithScheme(srv.Writer.Scheme()).WithObjects(same, other).Build()
 }
 
 // historyBytes is what a whole-history answer from conv's history costs.
@@ -190,5 +205,117 @@ func TestMessagePagesArePaidByTheirBytes(t *testing.T) {
 	now = now.Add(time.Second)
 	if rec := get(h, "/messages"); rec.Code != http.StatusOK {
 		t.Fatalf("after Retry-After: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// TestNamespaceBoundsItsIdentitiesTogether: identities reading conversations of one namespace
+// share its history bytes per second: past them a read is 429 though its identity has room,
+// naming the namespace's bound; with both past, the refusal names both and Retry-After is the
+// longer wait. Another namespace's conversation is still served meanwhile.
+func TestNamespaceBoundsItsIdentitiesTogether(t *testing.T) {
+	srv, conv := testServer(t)
+	inOtherNamespace(srv, conv)
+	size := historyBytes(t, srv, conv)
+	srv.Auth = tokenUsers()
+	srv.Limits = Limits{
+		HistoryBytesPerIdentity:  Rate{PerSecond: float64(size) / 10, Burst: 2 * size},
+		HistoryBytesPerNamespace: Rate{PerSecond: float64(size) / 20, Burst: 3 * size},
+	}
+	now := time.Unix(1_700_000_000, 0)
+	srv.now = func() time.Time { return now }
+	h := srv.Handler()
+	const ns, other = "/v1/namespaces/ns/conversations/c", "/v1/namespaces/other/conversations/c"
+	for _, read := range []struct{ token, path string }{{"alice", "/resume?turn=1"}, {"alice", "/state"}, {"bob", "/resume?turn=1"}} {
+		if rec := getAs(h, read.token, ns+read.path); rec.Code != http.StatusOK {
+			t.Fatalf("%s GET %s within both bounds: %d %s", read.token, read.path, rec.Code, rec.Body)
+		}
+	}
+	rec := getAs(h, "bob", ns+"/state")
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "20" ||
+		!strings.Contains(rec.Body.String(), "this namespace's answers from histories passed its history bytes per second") {
+		t.Fatalf("bob past the namespace's bytes, within his own: %d Retry-After %q %s; want 429 after 20 s naming the namespace",
+			rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+	}
+	rec = getAs(h, "alice", ns+"/state")
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "20" ||
+		!strings.Contains(rec.Body.String(), "this identity's and this namespace's answers from histories passed their history bytes per second") {
+		t.Fatalf("alice past both bounds: %d Retry-After %q %s; want 429 after the longer wait, 20 s, naming both",
+			rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+	}
+	if rec := getAs(h, "bob", other+"/state"); rec.Code != http.StatusOK {
+		t.Fatalf("bob reading another namespace's conversation: %d %s; want 200", rec.Code, rec.Body)
+	}
+	now = now.Add(20 * time.Second)
+	if rec := getAs(h, "bob", ns+"/state"); rec.Code != http.StatusOK {
+		t.Fatalf("bob after Retry-After: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// TestRefusedHistoryChargeTakesNothing: a read one bucket refuses takes nothing from the
+// other: a read that needs what the other held before is still served.
+func TestRefusedHistoryChargeTakesNothing(t *testing.T) {
+	type read struct{ token, path string }
+	const ns, other = "/v1/namespaces/ns/conversations/c/state", "/v1/namespaces/other/conversations/c/state"
+	for _, tc := range []struct {
+		name                string
+		identity, namespace int    // bursts, in histories
+		refused             read   // after alice's first read of ns
+		bound               string // that refused it
+		then                read   // served only when the refused read took nothing
+	}{
+		{"by the namespace", 1, 1, read{"bob", ns}, "this namespace's answers", read{"bob", other}},
+		{"by the identity", 1, 2, read{"alice", ns}, "this identity's answers", read{"bob", ns}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, conv := testServer(t)
+			inOtherNamespace(srv, conv)
+			size := historyBytes(t, srv, conv)
+			srv.Auth = tokenUsers()
+			srv.Limits = Limits{
+				HistoryBytesPerIdentity:  Rate{PerSecond: 1, Burst: tc.identity * size},
+				HistoryBytesPerNamespace: Rate{PerSecond: 1, Burst: tc.namespace * size},
+			}
+			now := time.Unix(1_700_000_000, 0)
+			srv.now = func() time.Time { return now }
+			h := srv.Handler()
+			if rec := getAs(h, "alice", ns); rec.Code != http.StatusOK {
+				t.Fatalf("alice's first read: %d %s", rec.Code, rec.Body)
+			}
+			if rec := getAs(h, tc.refused.token, tc.refused.path); rec.Code != http.StatusTooManyRequests || !strings.Contains(rec.Body.String(), tc.bound) {
+				t.Fatalf("%s GET %s: %d %s; want 429 naming %q", tc.refused.token, tc.refused.path, rec.Code, rec.Body, tc.bound)
+			}
+			if rec := getAs(h, tc.then.token, tc.then.path); rec.Code != http.StatusOK {
+				t.Fatalf("%s GET %s after the refusal: %d %s; want 200 (the refusal took nothing from the other bucket)",
+					tc.then.token, tc.then.path, rec.Code, rec.Body)
+			}
+		})
+	}
+}
+
+// TestMessagePagesArePaidByTheNamespaceToo: a page of messages is charged to its namespace as
+// well as to its reader: another identity of the namespace is refused while it is in debt.
+func TestMessagePagesArePaidByTheNamespaceToo(t *testing.T) {
+	srv, _ := testServer(t)
+	srv.Auth = tokenUsers()
+	srv.Limits = Limits{
+		HistoryBytesPerIdentity:  Rate{PerSecond: 1 << 20, Burst: 1 << 20},
+		HistoryBytesPerNamespace: Rate{PerSecond: 100, Burst: 10},
+	}
+	now := time.Unix(1_700_000_000, 0)
+	srv.now = func() time.Time { return now }
+	h := srv.Handler()
+	const page = "/v1/namespaces/ns/conversations/c/messages"
+	for i := range 2 { // the first takes the namespace's burst, the second puts it into debt
+		if rec := getAs(h, "alice", page); rec.Code != http.StatusOK || rec.Body.Len() <= 10 {
+			t.Fatalf("alice's page %d: %d, %d bytes; want 200 and a page larger than the namespace's burst", i+1, rec.Code, rec.Body.Len())
+		}
+	}
+	rec := getAs(h, "bob", page)
+	if rec.Code != http.StatusTooManyRequests || !strings.Contains(rec.Body.String(), "this namespace's answers") {
+		t.Fatalf("bob's page while the namespace is in debt: %d %s; want 429 naming the namespace", rec.Code, rec.Body)
+	}
+	now = now.Add(time.Minute)
+	if rec := getAs(h, "bob", page); rec.Code != http.StatusOK {
+		t.Fatalf("bob's page once the debt is paid: %d %s", rec.Code, rec.Body)
 	}
 }
