@@ -93,6 +93,7 @@ var sessionAPILimitArgs = [][3]string{
 	{"maxAnswerBytesInFlight", "session-api-max-answer-bytes-in-flight", "int64"},
 	{"maxAnswerBytesInFlightPerIdentity", "session-api-max-answer-bytes-in-flight-per-identity", "int64"},
 	{"identityHistoryRate", "session-api-identity-history-rate", ""},
+	{"namespaceHistoryRate", "session-api-namespace-history-rate", ""},
 	{"answerCacheBytes", "session-api-answer-cache-bytes", "int64"},
 	{"maxFollowsPerIdentity", "session-api-max-follows-per-identity", "int"},
 	{"maxFollowsPerConversation", "session-api-max-follows-per-conversation", "int"},

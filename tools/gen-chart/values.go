@@ -95,6 +95,9 @@ sessionAPI:
     maxAnswerBytesInFlightPerIdentity:
     # identityHistoryRate is in history bytes per second (bursts of 256 MiB).
     identityHistoryRate:
+    # namespaceHistoryRate is in history bytes per second, all identities of a namespace together
+    # (bursts of 256 MiB).
+    namespaceHistoryRate:
     answerCacheBytes:
     maxFollowsPerIdentity:
     maxFollowsPerConversation:
