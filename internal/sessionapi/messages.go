@@ -48,17 +48,19 @@ func (s *Server) withView(r *http.Request, req *request, fn func(v *journal.View
 // bytes it encodes: a page of a thousand large messages costs what a whole history does. The
 // size is known once the page is encoded, so it is charged then to both buckets, into debt if
 // need be, and a caller whose identity or namespace is in debt is refused before anything
-// more is built for it. (A transcript's pages are
-// not: its whole rendering was charged.)
+// more is built for it. Both happen under the view, which serves one request at a time: many
+// requests for one conversation sent at once see each other's charges, so together they run
+// no deeper into debt than one page. (A transcript's pages are not charged: its whole
+// rendering was.)
 func (s *Server) answerFromView(w http.ResponseWriter, r *http.Request, req *request, charged bool, fn func(v *journal.View) (any, *wire.Problem)) *wire.Problem {
 	var body bytes.Buffer
-	if charged {
-		if p := s.historyBytesOwed(req); p != nil {
-			return p
-		}
-		defer func() { s.spendHistoryBytes(req, body.Len()) }()
-	}
 	p := s.withView(r, req, func(v *journal.View) *wire.Problem {
+		if charged {
+			if p := s.historyBytesOwed(req); p != nil {
+				return p
+			}
+			defer func() { s.spendHistoryBytes(req, body.Len()) }()
+		}
 		out, p := fn(v)
 		if p != nil {
 			return p

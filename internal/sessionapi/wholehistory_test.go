@@ -319,3 +319,47 @@ func TestMessagePagesArePaidByTheNamespaceToo(t *testing.T) {
 		t.Fatalf("bob's page once the debt is paid: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// TestConcurrentPagesSeeEachOthersCharges: pages of one conversation asked for all at once are
+// charged one after the other under its view, so together they run no deeper into debt than
+// one page: past the bucket, the rest are refused rather than built.
+func TestConcurrentPagesSeeEachOthersCharges(t *testing.T) {
+	measure, _ := testServer(t)
+	page := get(measure.Handler(), "/messages").Body.Len()
+	srv, conv := testServer(t) // its limits are read when its handler is made
+	srv.Limits = Limits{HistoryBytesPerIdentity: Rate{PerSecond: 1, Burst: 2 * page}, HistoryBytesPerNamespace: Rate{PerSecond: 1, Burst: 100 * page}}
+	now := time.Unix(1_700_000_000, 0)
+	srv.now = func() time.Time { return now }
+	h := srv.Handler()
+	// The view is held while the clients arrive, as a large page being encoded would hold it:
+	// they all wait for it together.
+	live, err := srv.Sessions.Open(t.Context(), conv, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, release := make(chan struct{}), make(chan struct{})
+	go func() {
+		_ = live.With(t.Context(), func(*journal.View) error { close(held); <-release; return nil })
+	}()
+	<-held
+	const clients = 20
+	codes := make(chan int, clients)
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() { codes <- get(h, "/messages").Code })
+	}
+	time.Sleep(200 * time.Millisecond) // the clients reach the view
+	close(release)
+	wg.Wait()
+	close(codes)
+	served := 0
+	for c := range codes {
+		if c == http.StatusOK {
+			served++
+		}
+	}
+	// Two pages from the full bucket, and one more into debt at most.
+	if served > 3 {
+		t.Errorf("%d of %d pages asked for at once were built and served; the bucket holds two", served, clients)
+	}
+}
