@@ -36,6 +36,24 @@ func refused(t *testing.T, what string, err error) {
 	}
 }
 
+// updateLatest updates c's latest version of conv with change, as a person retrying after a
+// conflict does: the manager writes the Conversation meanwhile, and a conflict would come
+// before admission is asked.
+func updateLatest(ctx context.Context, c client.Client, conv *parleyv1alpha1.Conversation, change func(*parleyv1alpha1.Conversation)) error {
+	var err error
+	for range 5 {
+		latest := &parleyv1alpha1.Conversation{}
+		if err = c.Get(ctx, client.ObjectKeyFromObject(conv), latest); err != nil {
+			return err
+		}
+		change(latest)
+		if err = c.Update(ctx, latest); !apierrors.IsConflict(err) {
+			return err
+		}
+	}
+	return err
+}
+
 // agentNeedsPodCreate: a person bound only to Parley's conversation editor role may not make
 // the manager run a pod for them.
 func agentNeedsPodCreate(ctx context.Context, t *testing.T, e *env) {
@@ -52,19 +70,17 @@ func agentNeedsPodCreate(ctx context.Context, t *testing.T, e *env) {
 	if err := eve.Create(ctx, plain); err != nil {
 		t.Fatalf("an editor's Conversation without an agent: %v", err)
 	}
-	refused(t, "an editor adding an agent by update", eve.Update(ctx, withAgent(plain.DeepCopy(), "")))
+	refused(t, "an editor adding an agent by update", updateLatest(ctx, eve, plain, func(c *parleyv1alpha1.Conversation) { withAgent(c, "") }))
 	patch := []byte(`{"spec":{"agent":{"template":{"spec":{"containers":[{"name":"agent","image":"registry.example/agent:1"}]}}}}}`)
 	refused(t, "an editor adding an agent by merge patch", eve.Patch(ctx, plain.DeepCopy(), client.RawPatch("application/merge-patch+json", patch)))
 
 	// An agent someone allowed set up: the editor may not change its template.
 	owned := withAgent(historyOnly(ns, "owned"), "")
 	e.create(ctx, t, owned)
-	if err := eve.Get(ctx, client.ObjectKeyFromObject(owned), owned); err != nil {
-		t.Fatal(err)
-	}
-	owned.Spec.Agent.Template.Spec.Containers[0].Image = "registry.example/eve:1"
-	owned.Spec.Agent.Template.Spec.HostNetwork = true
-	refused(t, "an editor changing the image of an agent", eve.Update(ctx, owned))
+	refused(t, "an editor changing the image of an agent", updateLatest(ctx, eve, owned, func(c *parleyv1alpha1.Conversation) {
+		c.Spec.Agent.Template.Spec.Containers[0].Image = "registry.example/eve:1"
+		c.Spec.Agent.Template.Spec.HostNetwork = true
+	}))
 
 	pods := &corev1.PodList{}
 	if err := e.admin.List(ctx, pods, client.InNamespace(ns)); err != nil {
@@ -158,16 +174,18 @@ func summarizerKeyNeedsSecretGet(ctx context.Context, t *testing.T, e *env) {
 	if err := eve.Get(ctx, client.ObjectKeyFromObject(owned), owned); err != nil {
 		t.Fatal(err)
 	}
+	// Patches, not updates: the manager writes the Conversation meanwhile, and an update of
+	// this copy would fail with a conflict before admission is asked.
 	moved := owned.DeepCopy()
 	moved.Spec.Context.Summarizer.Endpoint = stolen.URL
-	refused(t, "an editor moving another's summarizer to their endpoint", eve.Update(ctx, moved))
+	refused(t, "an editor moving another's summarizer to their endpoint", eve.Patch(ctx, moved, client.MergeFrom(owned)))
 	renamed := owned.DeepCopy()
 	renamed.Spec.Context.Summarizer.Endpoint = strings.Replace(stolen.URL, "127.0.0.1", "localhost", 1)
-	refused(t, "an editor moving another's summarizer (another spelling)", eve.Update(ctx, renamed))
+	refused(t, "an editor moving another's summarizer (another spelling)", eve.Patch(ctx, renamed, client.MergeFrom(owned)))
 	// The editor may still change what needs no Secret.
 	ttl := owned.DeepCopy()
 	ttl.Spec.Lifetime.TTL = &metav1.Duration{Duration: 48 * time.Hour}
-	if err := eve.Update(ctx, ttl); err != nil {
+	if err := eve.Patch(ctx, ttl, client.MergeFrom(owned)); err != nil {
 		t.Errorf("an editor changing the TTL: %v, want admitted", err)
 	}
 
