@@ -29,11 +29,14 @@ func userMessage(text string) conversation.Message {
 // conversation's agent sleeps (suspended while idle) it says the message wakes it: the answer
 // then waits for the pod's start too.
 func (o *Options) say(ctx context.Context, t target, m conversation.Message) (uint64, error) {
+	// Read before the append: the append wakes the agent at once, and a read after it races
+	// the manager's wake and may find the agent already waking.
+	asleep := o.agentAsleep(ctx, t)
 	resp, err := t.api.Append(ctx, t.ns, t.name, []conversation.Message{m})
 	if err != nil {
 		return 0, o.apiError(err, t.ns, t.name)
 	}
-	if o.agentAsleep(ctx, t) {
+	if asleep {
 		_, _ = fmt.Fprintf(o.err(), "the agent of %s was asleep (idle); this message wakes it, its pod is starting\n", t)
 	}
 	return resp.Sequences[0], nil
