@@ -78,7 +78,7 @@ func (r *replica) waitServing(ctx context.Context) error {
 	for ctx.Err() == nil {
 		select {
 		case <-r.proc.Exited():
-			return fmt.Errorf("replica %d exited: %w (log %s)", r.i, r.proc.Err(), r.log)
+			return fmt.Errorf("replica %d exited: %w; the end of its log:\n%s", r.i, r.proc.Err(), logTail(r.log, 20))
 		default:
 		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, r.url()+wire.ConversationPath(namespace, "probe"), nil)
@@ -117,11 +117,17 @@ func TestReplicaKillLosesAndDuplicatesNothing(t *testing.T) {
 	}
 
 	var reps [2]*replica
+	taken := map[int]bool{}
 	for i := range reps {
+		// A port is free when asked for, not reserved: two asks may get the same one.
 		port, err := managerproc.FreePort()
+		for err == nil && taken[port] {
+			port, err = managerproc.FreePort()
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
+		taken[port] = true
 		reps[i] = &replica{i: i, bin: bin, kube: kubeconfig, port: port, log: filepath.Join(dir, fmt.Sprintf("replica-%d.log", i))}
 		reps[i].start(t)
 	}
@@ -385,4 +391,14 @@ func conversationOn(h parleyv1alpha1.HistorySpec, name string) *parleyv1alpha1.C
 			SystemPrompt: &parleyv1alpha1.SystemPrompt{Text: "You answer questions; two replicas serve you."},
 		},
 	}
+}
+
+// logTail is the last n lines of the log at path: the test's folder goes with the test.
+func logTail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
 }
