@@ -49,8 +49,8 @@ type Limits struct {
 	AnswerBytesInFlight            int64
 	AnswerBytesInFlightPerIdentity int64
 	// HistoryBytesPerIdentity bounds the history bytes of the whole-history answers (a
-	// conversation, its state, its resume bundle, its transcripts) one identity is served per
-	// second (429 past it): building one and writing it cost CPU in proportion to the
+	// conversation, its state, its resume bundle, its transcripts) and of the pages of messages
+	// one identity is served per second (429 past it): building one and writing it cost CPU in proportion to the
 	// history, whatever the request rate. Unless set, the burst admits one answer from the
 	// largest history a store keeps.
 	HistoryBytesPerIdentity Rate
@@ -161,7 +161,7 @@ func (l *Limits) Flags(fs *flag.FlagSet) {
 	fs.Int64Var(&l.AnswerBytesInFlightPerIdentity, "session-api-max-answer-bytes-in-flight-per-identity", d.AnswerBytesInFlightPerIdentity,
 		"Encoded answer bytes of one identity held at once while it reads them (429 past it; one larger answer is served alone).")
 	fs.Float64Var(&l.HistoryBytesPerIdentity.PerSecond, "session-api-identity-history-rate", d.HistoryBytesPerIdentity.PerSecond,
-		"History bytes per second of the whole-history answers (a conversation, its state, resume bundle and transcripts) one identity is served (429 past it; bursts of 256 MiB, the largest history).")
+		"History bytes per second of the whole-history answers (a conversation, its state, resume bundle and transcripts) and pages of messages one identity is served (429 past it; bursts of 256 MiB, the largest history).")
 	fs.Float64Var(&l.HistoryBytesPerNamespace.PerSecond, "session-api-namespace-history-rate", d.HistoryBytesPerNamespace.PerSecond,
 		"History bytes per second of the same answers all identities together are served from the conversations of one namespace (429 past it; bursts of 256 MiB).")
 	fs.Int64Var(&l.AnswerCacheBytes, "session-api-answer-cache-bytes", d.AnswerCacheBytes,
